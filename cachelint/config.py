@@ -1,0 +1,212 @@
+"""Settings: [tool.cachelint] in pyproject.toml (or cachelint.toml / .cachelint.toml) plus CLI flags."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cachelint.toml import load_toml
+
+DEFAULT_REFIT_FUNCTIONS = (
+    "update_weights",
+    "update_weights_from_ipc",
+    "update_weights_from_tensor",
+    "update_weights_from_collective",
+    "update_weights_from_distributed",
+    "update_weights_from_disk",
+    "update_weights_via_ipc_zmq",
+    "update_weight",
+    "sync_weights",
+    "sync_weight",
+    "_sync_weight",
+    "_sync_weights",
+    "broadcast_to_vllm",
+    "broadcast_to_inference_engines",
+    "_broadcast_to_vllm",
+    "_move_model_to_vllm",
+    "load_vllm_and_sync_weights",
+    "refit",
+    "refit_policy_generation",
+    "load_states",
+    "areal_update_weight",
+    "update_weights_from_path",
+)
+
+OUTPUT_FORMATS = ("full", "concise", "json", "json-lines", "sarif", "github")
+
+CONFIG_FILE_NAMES = ("pyproject.toml", "cachelint.toml", ".cachelint.toml")
+
+
+class ConfigError(Exception):
+    """A configuration problem the user must fix; the message names the file and the key."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    select: tuple[str, ...] = ("CL",)
+    extend_select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    exclude: tuple[str, ...] = ()
+    extend_exclude: tuple[str, ...] = ()
+    vllm: str | None = None
+    refit_functions: tuple[str, ...] = DEFAULT_REFIT_FUNCTIONS
+    extend_refit_functions: tuple[str, ...] = ()
+    multimodal: bool = True
+    output_format: str = "full"
+    cache_dir: str = ".cachelint_cache"
+    version_helpers: tuple[str, ...] = ()
+    worker_extension_classes: tuple[str, ...] = ()
+    config_path: str | None = field(default=None, compare=False)
+
+    @property
+    def all_refit_functions(self) -> frozenset[str]:
+        return frozenset(self.refit_functions) | frozenset(self.extend_refit_functions)
+
+    def is_enabled(self, code: str) -> bool:
+        """ruff-style selection: the longest matching prefix wins, ignore beats select on a tie."""
+        selected = max((len(p) for p in (*self.select, *self.extend_select) if code.startswith(p)), default=-1)
+        ignored = max((len(p) for p in self.ignore if code.startswith(p)), default=-1)
+        return selected >= 0 and selected > ignored
+
+    def analysis_hash(self) -> str:
+        """A digest of every setting that changes what the analysis finds (for the result cache)."""
+        keys = (
+            "select",
+            "extend_select",
+            "ignore",
+            "per_file_ignores",
+            "vllm",
+            "refit_functions",
+            "extend_refit_functions",
+            "multimodal",
+            "version_helpers",
+            "worker_extension_classes",
+        )
+        payload = json.dumps({key: getattr(self, key) for key in keys}, sort_keys=True, default=list)
+        return hashlib.sha256(payload.encode()).hexdigest()[:16]
+
+    def to_display(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        data["per_file_ignores"] = {pattern: list(codes) for pattern, codes in self.per_file_ignores}
+        return {key.replace("_", "-"): value for key, value in data.items()}
+
+
+def _string_list(value: Any) -> tuple[str, ...] | None:
+    if isinstance(value, list) and all(isinstance(item, str) for item in value):
+        return tuple(value)
+    return None
+
+
+def _string(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _boolean(value: Any) -> bool | None:
+    return value if isinstance(value, bool) else None
+
+
+def _per_file_ignores(value: Any) -> tuple[tuple[str, tuple[str, ...]], ...] | None:
+    if not isinstance(value, dict):
+        return None
+    result = []
+    for pattern, codes in value.items():
+        code_list = _string_list(codes)
+        if code_list is None:
+            return None
+        result.append((pattern, code_list))
+    return tuple(result)
+
+
+def _output_format(value: Any) -> str | None:
+    return value if value in OUTPUT_FORMATS else None
+
+
+_Converter = Callable[[Any], Any]
+
+# key in the file -> (Settings field, converter returning None on a wrong type, what was expected)
+_KEYS: dict[str, tuple[str, _Converter, str]] = {
+    "select": ("select", _string_list, "a list of rule codes or prefixes"),
+    "extend-select": ("extend_select", _string_list, "a list of rule codes or prefixes"),
+    "ignore": ("ignore", _string_list, "a list of rule codes or prefixes"),
+    "per-file-ignores": ("per_file_ignores", _per_file_ignores, "a table of glob = [codes]"),
+    "exclude": ("exclude", _string_list, "a list of glob patterns"),
+    "extend-exclude": ("extend_exclude", _string_list, "a list of glob patterns"),
+    "vllm": ("vllm", _string, 'a version specifier string such as ">=0.18"'),
+    "refit-functions": ("refit_functions", _string_list, "a list of function names"),
+    "extend-refit-functions": ("extend_refit_functions", _string_list, "a list of function names"),
+    "multimodal": ("multimodal", _boolean, "true or false"),
+    "output-format": ("output_format", _output_format, "one of " + ", ".join(OUTPUT_FORMATS)),
+    "cache-dir": ("cache_dir", _string, "a folder path"),
+    "version-helpers": ("version_helpers", _string_list, "a list of function names"),
+    "worker-extension-classes": ("worker_extension_classes", _string_list, "a list of class names"),
+}
+
+
+def settings_from_table(table: Mapping[str, Any], origin: str, base: Settings | None = None) -> Settings:
+    """Validate a [tool.cachelint] table; raise ConfigError naming origin, key and expectation."""
+    values: dict[str, Any] = {}
+    for key, value in table.items():
+        if key not in _KEYS:
+            known = ", ".join(sorted(_KEYS))
+            raise ConfigError(f"{origin}: unknown key `{key}` in [tool.cachelint] (known keys: {known})")
+        field_name, convert, expected = _KEYS[key]
+        converted = convert(value)
+        if converted is None:
+            raise ConfigError(f"{origin}: `{key}` must be {expected}, got {value!r}")
+        values[field_name] = converted
+    if "vllm" in values:
+        from cachelint.vllm_range import from_specifier
+
+        try:
+            from_specifier(values["vllm"], origin)
+        except ValueError as error:
+            raise ConfigError(f"{origin}: `vllm`: {error}") from error
+    return dataclasses.replace(base or Settings(), **values, config_path=origin)
+
+
+def read_config_table(path: Path) -> dict[str, Any] | None:
+    """The cachelint table of a config file, or None when a pyproject.toml has none."""
+    try:
+        data = load_toml(path)
+    except ValueError as error:
+        raise ConfigError(str(error)) from error
+    if path.name == "pyproject.toml":
+        tool = data.get("tool", {})
+        table = tool.get("cachelint") if isinstance(tool, dict) else None
+        if table is None:
+            return None
+        if not isinstance(table, dict):
+            raise ConfigError(f"{path}: [tool.cachelint] must be a table")
+        return table
+    return data
+
+
+def find_config_file(start: Path) -> Path | None:
+    """The nearest config file at or above `start` (a pyproject.toml counts only with [tool.cachelint])."""
+    here = start.resolve()
+    if not here.is_dir():
+        here = here.parent
+    for folder in (here, *here.parents):
+        for name in CONFIG_FILE_NAMES:
+            candidate = folder / name
+            if candidate.is_file() and read_config_table(candidate) is not None:
+                return candidate
+    return None
+
+
+def load_settings(start: Path, config: Path | None = None, isolated: bool = False) -> Settings:
+    if isolated:
+        return Settings()
+    path = config if config is not None else find_config_file(start)
+    if path is None:
+        return Settings()
+    if not path.is_file():
+        raise ConfigError(f"{path}: config file not found")
+    table = read_config_table(path)
+    return settings_from_table(table or {}, str(path))

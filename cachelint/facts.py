@@ -1,0 +1,159 @@
+"""What vLLM offers, release by release: the cache-reset API facts shipped as package data."""
+
+from __future__ import annotations
+
+import enum
+import functools
+import json
+import re
+from dataclasses import dataclass
+from importlib import resources
+
+from packaging.version import Version
+
+
+class Scope(str, enum.Enum):
+    ENGINE = "engine"
+    PARTIAL = "partial"
+    WORKER_ONLY = "worker-only"
+    FRONTEND_ONLY = "frontend-only"
+
+
+class EngineClass(str, enum.Enum):
+    """The vLLM classes a receiver can be, named as the facts table names them."""
+
+    ASYNC_LLM = "AsyncLLM"
+    LLM = "LLM"
+    LLM_ENGINE = "LLMEngine (v1)"
+    ENGINE_CORE = "EngineCore"
+    ENGINE_CORE_CLIENT = "EngineCoreClient / InprocClient / SyncMPClient"
+    SCHEDULER = "Scheduler (v1)"
+    ENCODER_CACHE_MANAGER = "EncoderCacheManager"
+    EXECUTOR = "Executor (v1)"
+    WORKER = "Worker (gpu_worker)"
+    MODEL_RUNNER = "GPUModelRunner (v1)"
+
+    @property
+    def short(self) -> str:
+        return self.value.split(" ")[0]
+
+    @property
+    def is_worker_side(self) -> bool:
+        return self in (EngineClass.EXECUTOR, EngineClass.WORKER, EngineClass.MODEL_RUNNER)
+
+
+@dataclass(frozen=True)
+class Signature:
+    since: Version
+    is_async: bool
+    params: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ApiFact:
+    method: str
+    cls: str
+    is_async: bool
+    first_release: Version | None
+    last_release: Version | None
+    scope: Scope
+    clears: tuple[str, ...]
+    signatures: tuple[Signature, ...]
+    notes: str
+
+    def exists_in(self, release: Version) -> bool:
+        if self.first_release is None or release < self.first_release:
+            return False
+        return self.last_release is None or release <= self.last_release
+
+    def param_since(self, param: str) -> Version | None:
+        """The first release whose signature takes `param`, or None if none does."""
+        for signature in self.signatures:
+            if param in signature.params:
+                return signature.since
+        return None
+
+    def takes_param(self, param: str, release: Version) -> bool:
+        current: Signature | None = None
+        for signature in self.signatures:
+            if signature.since <= release:
+                current = signature
+        return current is not None and param in current.params
+
+
+_SIGNATURE = re.compile(r"^(?P<since>[\w.]+):\s*(?P<async>async\s+)?\((?P<params>[^)]*)\)")
+
+
+def _parse_signature(text: str) -> Signature:
+    match = _SIGNATURE.match(text)
+    if match is None:
+        raise ValueError(f"bad signature record: {text!r}")
+    params = tuple(p.strip() for p in match["params"].split(",") if p.strip() not in ("", "self"))
+    return Signature(Version(match["since"]), bool(match["async"]), params)
+
+
+def _version_or_none(text: str | None) -> Version | None:
+    return Version(text) if text else None
+
+
+class Facts:
+    """Answers: does class C have method M in release R, what does it clear, is it async."""
+
+    def __init__(self, records: list[ApiFact], releases: list[Version]) -> None:
+        self.records = records
+        self.releases = tuple(sorted(releases))
+        self._by_key = {(fact.method, fact.cls): fact for fact in records}
+
+    def get(self, method: str, cls: EngineClass | str) -> ApiFact | None:
+        name = cls.value if isinstance(cls, EngineClass) else cls
+        return self._by_key.get((method, name))
+
+    def exists(self, method: str, cls: EngineClass | str, release: Version) -> bool:
+        fact = self.get(method, cls)
+        return fact is not None and fact.exists_in(release)
+
+    def first_release(self, method: str, cls: EngineClass | str) -> Version | None:
+        fact = self.get(method, cls)
+        return fact.first_release if fact else None
+
+    def worker_rpc(self, name: str) -> ApiFact | None:
+        """The record of `collective_rpc("<name>")`, if the table has one."""
+        return self._by_key.get((f"collective_rpc('{name}')", _RPC_CLASS))
+
+    def classes_with(self, method: str) -> list[ApiFact]:
+        return [fact for fact in self.records if fact.method == method]
+
+
+_RPC_CLASS = "LLM.collective_rpc / AsyncLLM.collective_rpc -> Worker"
+
+
+def _load_fact(raw: dict[str, object]) -> ApiFact:
+    signatures = raw.get("signature_history") or []
+    assert isinstance(signatures, list)
+    clears = raw.get("clears") or []
+    assert isinstance(clears, list)
+    cls = str(raw["class"])
+    if cls.startswith("LLM.collective_rpc"):
+        cls = _RPC_CLASS
+    return ApiFact(
+        method=str(raw["method"]),
+        cls=cls,
+        is_async=bool(raw["is_async"]),
+        first_release=_version_or_none(raw.get("first_release")),  # type: ignore[arg-type]
+        last_release=_version_or_none(raw.get("last_release")),  # type: ignore[arg-type]
+        scope=Scope(raw["scope"]),
+        clears=tuple(str(c) for c in clears),
+        signatures=tuple(_parse_signature(str(s)) for s in signatures),
+        notes=str(raw.get("notes") or ""),
+    )
+
+
+@functools.cache
+def load_facts() -> Facts:
+    data = resources.files("cachelint") / "data"
+    raw_records = json.loads((data / "vllm_cache_api.json").read_text(encoding="utf-8"))
+    raw_releases = json.loads((data / "vllm_releases.json").read_text(encoding="utf-8"))
+    return Facts(
+        [_load_fact(raw) for raw in raw_records],
+        [Version(v) for v in raw_releases["releases"]],
+    )

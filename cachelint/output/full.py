@@ -1,0 +1,117 @@
+"""The default human format: each finding with a code frame, its help, optionally its fix as a diff."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Sequence
+from typing import TextIO
+
+from rich.cells import cell_len
+from rich.text import Text
+
+from cachelint.edits import apply_edits, source_lines
+from cachelint.finding import INTERNAL_ERROR, INVALID_SYNTAX, Applicability, Finding, Span
+from cachelint.output.context import ReportContext
+from cachelint.output.human import header, make_console, print_summary, statistics
+
+TAB_SIZE = 4
+
+_APPLICABILITY_LABELS = {
+    Applicability.SAFE: "safe",
+    Applicability.UNSAFE: "unsafe",
+    Applicability.DISPLAY: "display only",
+}
+
+
+def render_full(findings: Sequence[Finding], out: TextIO, context: ReportContext) -> None:
+    console = make_console(out, context.color)
+    if context.statistics:
+        for row in statistics(findings, context):
+            console.print(row)
+        if findings and not context.quiet:
+            console.print()
+    else:
+        for finding in findings:
+            for line in finding_block(finding, context):
+                console.print(line)
+            console.print()
+    if not context.quiet:
+        print_summary(console, findings, context)
+
+
+def finding_block(finding: Finding, context: ReportContext) -> list[Text]:
+    rows = [header(finding, context)]
+    source = None if finding.code == INTERNAL_ERROR else context.sources.get(finding.path)
+    lines = source_lines(source) if source is not None else []
+    shown = shown_line_numbers(finding.span, len(lines))
+    width = len(str(shown[-1] if shown else finding.span.line))
+    if shown:
+        rows += code_frame(finding, lines, shown, width)
+    indent = " " * (width + 1)
+    if finding.help:
+        rows.append(annotation(indent, "help", finding.help))
+    rows += [annotation(indent, "note", note) for note in finding.notes]
+    if context.show_fixes and source is not None:
+        rows += fix_diff(finding, source, indent)
+    return rows
+
+
+def shown_line_numbers(span: Span, line_count: int) -> range:
+    """The span's lines and one line of context each side (empty if the span is not in the text)."""
+    if not 1 <= span.line <= line_count:
+        return range(0)
+    end = min(max(span.end_line, span.line), line_count)
+    return range(max(1, span.line - 1), min(line_count, end + 1) + 1)
+
+
+def code_frame(finding: Finding, lines: list[str], shown: range, width: int) -> list[Text]:
+    empty_gutter = Text(" " * width + " |", style="bold blue")
+    frame = [empty_gutter]
+    for number in shown:
+        row = Text(f"{number:>{width}} |", style="bold blue")
+        row.append(f" {lines[number - 1].expandtabs(TAB_SIZE)}".rstrip())
+        frame.append(row)
+        if number == finding.span.line:
+            frame.append(marker(finding, lines[number - 1], width))
+    frame.append(empty_gutter)
+    return frame
+
+
+def marker(finding: Finding, line: str, width: int) -> Text:
+    span = finding.span
+    start_index = min(max(span.col - 1, 0), len(line))
+    end_index = span.end_col - 1 if span.end_line == span.line else len(line.rstrip())
+    end_index = min(max(end_index, start_index), len(line))
+    start_cells = cell_len(line[:start_index].expandtabs(TAB_SIZE))
+    end_cells = cell_len(line[:end_index].expandtabs(TAB_SIZE))
+    row = Text(" " * width + " |", style="bold blue")
+    row.append(" " + " " * start_cells)
+    row.append("^" * max(1, end_cells - start_cells), style="bold red")
+    if finding.code != INVALID_SYNTAX:
+        row.append(f" {finding.code}", style="bold red")
+    return row
+
+
+def annotation(indent: str, label: str, message: str) -> Text:
+    row = Text(indent)
+    row.append(f"= {label}:", style="bold cyan")
+    row.append(f" {message}")
+    return row
+
+
+def fix_diff(finding: Finding, source: str, indent: str) -> list[Text]:
+    """The fix's edits to this finding's own file as a unified diff with one line of context."""
+    fix = finding.fix
+    edits = [edit for edit in fix.edits if edit.path == finding.path] if fix else []
+    if fix is None or not edits:
+        return []
+    rows = [annotation(indent, f"fix ({_APPLICABILITY_LABELS[fix.applicability]})", fix.message)]
+    try:
+        fixed = apply_edits(source, edits)
+    except ValueError:
+        return rows
+    diff = difflib.unified_diff(source_lines(source), source_lines(fixed), n=1, lineterm="")
+    for line in list(diff)[2:]:
+        style = {"@": "cyan", "-": "red", "+": "green"}.get(line[:1], "")
+        rows.append(Text(f"{indent}  {line[:1]}{line[1:].expandtabs(TAB_SIZE)}".rstrip(), style=style))
+    return rows

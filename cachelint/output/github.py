@@ -1,0 +1,33 @@
+"""`github`: GitHub Actions workflow commands, one `::error` annotation per finding."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TextIO
+
+from cachelint.finding import Finding
+from cachelint.output.context import ReportContext
+from cachelint.output.locations import report_path
+
+
+def render_github(findings: Sequence[Finding], out: TextIO, context: ReportContext) -> None:
+    for finding in findings:
+        span = finding.span
+        properties = {
+            "title": f"cachelint ({finding.code})",
+            "file": report_path(finding.path, context.root),
+            "line": span.line,
+            "col": span.col,
+            "endLine": span.end_line,
+            "endColumn": span.end_col,
+        }
+        joined = ",".join(f"{key}={escape_property(str(value))}" for key, value in properties.items())
+        out.write(f"::error {joined}::{escape_data(f'{finding.code} {finding.message}')}\n")
+
+
+def escape_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def escape_property(text: str) -> str:
+    return escape_data(text).replace(":", "%3A").replace(",", "%2C")

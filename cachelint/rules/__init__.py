@@ -1,0 +1,33 @@
+"""The rule registry: one module per rule, listed here in code order."""
+
+from __future__ import annotations
+
+from cachelint.rules.base import Context, Rule, RuleInfo
+
+__all__ = ["ALL_RULES", "Context", "Rule", "RuleInfo", "rule_by_code"]
+
+
+def _all_rules() -> tuple[Rule, ...]:
+    from cachelint.rules.cl001_worker_only_cache_reset import WorkerOnlyCacheReset
+    from cachelint.rules.cl002_version_gated_reset import VersionGatedReset
+    from cachelint.rules.cl003_refit_without_mm_reset import RefitWithoutMmReset
+    from cachelint.rules.cl004_mm_processor_cache_desync import MmProcessorCacheDesync
+    from cachelint.rules.cl100_unused_suppression import UnusedSuppression
+
+    return (
+        WorkerOnlyCacheReset(),
+        VersionGatedReset(),
+        RefitWithoutMmReset(),
+        MmProcessorCacheDesync(),
+        UnusedSuppression(),
+    )
+
+
+ALL_RULES: tuple[Rule, ...] = _all_rules()
+
+
+def rule_by_code(code: str) -> Rule | None:
+    for rule in ALL_RULES:
+        if rule.info.code == code.upper() or rule.info.name == code:
+            return rule
+    return None

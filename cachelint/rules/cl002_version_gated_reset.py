@@ -1,0 +1,124 @@
+"""CL002 version-gated-reset: a cache reset that runs only when a hard-coded vLLM version test passes."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from packaging.version import Version
+
+from cachelint.facts import EngineClass
+from cachelint.finding import Finding
+from cachelint.rules.base import Context, Rule, RuleInfo
+from cachelint.rules.events import assumed_class, clears_caches, first_release, is_worker_side
+from cachelint.summary import RESET_METHODS, FileSummary, Gate, ResetEvent
+from cachelint.version_tests import NEWER
+
+
+class VersionGatedReset(Rule):
+    info = RuleInfo(
+        code="CL002",
+        name="version-gated-reset",
+        summary="A cache reset behind a hard-coded vLLM version test instead of a test for the method.",
+        fixable="sometimes",
+    )
+
+    def check(self, file: FileSummary, context: Context) -> Iterator[Finding]:
+        if file.engine == "other":
+            return
+        for function in file.functions:
+            for event in function.resets:
+                if not _is_cache_reset(event):
+                    continue
+                for gate in event.gates:
+                    message = _judge(event, gate, context)
+                    if message:
+                        yield self.finding(file, event.span, message, _help(event, gate), function=function.qualname)
+                        break
+
+
+def _is_cache_reset(event: ResetEvent) -> bool:
+    if event.via not in ("direct", "alias") or is_worker_side(event):
+        return False
+    return event.method in RESET_METHODS or clears_caches(event)
+
+
+def _releases_between(context: Context, low: Version, high: Version) -> str:
+    inside = [release for release in context.facts.releases if low <= release < high]
+    if not inside:
+        return f"{low}"
+    if all(release.release[:2] == inside[0].release[:2] for release in inside):
+        return f"{inside[0].major}.{inside[0].minor}.x"
+    return f"{inside[0]}-{inside[-1]}"
+
+
+def _judge(event: ResetEvent, gate: Gate, context: Context) -> str | None:
+    method = event.method
+    where = " (after the guard clause)" if gate.kind == "guard" else ""
+    test = gate.test
+    if gate.kind == "kwargs":
+        return _judge_keyword(event, gate, context)
+    if gate.raw_string:
+        return (
+            f"`{method}` is gated on a string comparison of vLLM's version (`{gate.text}`){where}: strings "
+            'compare character by character ("0.10.0" < "0.9.0"), so the gate is wrong from vLLM 0.10 on'
+        )
+    if test.runs_when != NEWER:
+        return None
+    first = first_release(context.facts, event)
+    cls = assumed_class(event)
+    owner = cls.short if event.receiver_class else "vLLM's engine"
+    gated = f"`{method}` runs only when {test.describe()} (`{gate.text}`){where}"
+    if first is None:
+        return f"{gated}, but {owner} has no `{method}` in any release"
+    if gate.else_resets and gate.has_else and test.threshold == first:
+        return None
+    supported = context.supported
+    if supported.all_from(first):
+        return (
+            f"{gated}, but every supported release ({supported.describe()}) has it: "
+            "the gate only adds a way for the reset to be skipped"
+        )
+    if test.threshold > first:
+        skipped = _releases_between(context, first, test.threshold)
+        return f"{gated}, but {owner} has had it since {first}: the gate skips the reset on {skipped}, which has it"
+    if test.threshold < first:
+        broken = _releases_between(context, test.threshold, first)
+        return f"{gated}, but {owner} gained it only in {first}: on {broken} the gated call raises AttributeError"
+    return (
+        f"{gated}: a hard-coded release skips the reset on dev, rc and source builds that report a lower "
+        f"version ({first}rc1, 'dev') and on backports; test for the method itself"
+    )
+
+
+def _judge_keyword(event: ResetEvent, gate: Gate, context: Context) -> str | None:
+    fact = context.facts.get(event.method, assumed_class(event))
+    since = fact.param_since(gate.keyword) if fact else None
+    test = gate.test
+    passed = f"`{gate.keyword}` is passed to `{event.method}` only when {test.describe()} (`{gate.text}`)"
+    if gate.raw_string:
+        return f'{passed}: strings compare character by character ("0.10.0" < "0.9.0"), so the gate is wrong'
+    if since is None or test.runs_when != NEWER or test.threshold == since:
+        return None
+    if test.threshold > since:
+        skipped = _releases_between(context, since, test.threshold)
+        return f"{passed}, but `{event.method}` takes it since {since}: it is left out on {skipped}"
+    broken = _releases_between(context, test.threshold, since)
+    return f"{passed}, but `{event.method}` takes it only from {since}: on {broken} the call raises TypeError"
+
+
+def hasattr_target(event: ResetEvent) -> str:
+    """What to test with hasattr: never a sync LLM for reset_encoder_cache (always False there)."""
+    receiver = event.receiver or "engine"
+    if event.receiver_class == EngineClass.LLM.value and event.method == "reset_encoder_cache":
+        return f"{receiver}.llm_engine"
+    return receiver
+
+
+def _help(event: ResetEvent, gate: Gate) -> str:
+    if gate.kind == "kwargs":
+        return (
+            f'Test the signature instead: `if "{gate.keyword}" in '
+            f"inspect.signature({event.receiver or 'engine'}.{event.method}).parameters:`"
+        )
+    target = hasattr_target(event)
+    return f'Test for the method instead: `if hasattr({target}, "{event.method}"):`'

@@ -1,0 +1,124 @@
+"""CL003 refit-without-mm-reset: a weight update that resets the prefix cache but not the mm/encoder caches."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from packaging.version import Version
+
+from cachelint.finding import Finding
+from cachelint.project import FunctionRef, Reached
+from cachelint.rules.base import Context, Rule, RuleInfo
+from cachelint.rules.events import FULL_CLEAR_SINCE, clears_caches, is_engine_level, style_call
+from cachelint.summary import FileSummary, ResetEvent
+
+MM_RESET_SINCE = Version("0.9.0")
+ENCODER_RESET_SINCE = Version("0.16.0")
+
+
+@dataclass(frozen=True)
+class StalePrefixReset:
+    """A prefix reset on a refit path that never resets the multimodal or encoder caches."""
+
+    reached: Reached
+    event: ResetEvent
+    missing: tuple[str, ...]
+
+
+class RefitWithoutMmReset(Rule):
+    info = RuleInfo(
+        code="CL003",
+        name="refit-without-mm-reset",
+        summary="A weight update that resets the prefix cache but leaves the multimodal and encoder caches stale.",
+        fixable="sometimes",
+    )
+
+    def check(self, file: FileSummary, context: Context) -> Iterator[Finding]:
+        if not context.settings.multimodal:
+            return
+        for stale in stale_prefix_resets(context):
+            if stale.reached.ref.file.path != file.path:
+                continue
+            yield self.finding(
+                file,
+                stale.event.span,
+                _message(stale),
+                _help(stale),
+                function=stale.reached.ref.function.qualname,
+            )
+
+
+def stale_prefix_resets(context: Context) -> list[StalePrefixReset]:
+    """Every flagged prefix reset in the project, computed once per run."""
+    memo = context.project.memo
+    if "CL003" not in memo:
+        memo["CL003"] = list(_find(context))
+    result: list[StalePrefixReset] = memo["CL003"]
+    return result
+
+
+def _find(context: Context) -> Iterator[StalePrefixReset]:
+    roots = context.settings.all_refit_functions
+    seen: set[tuple[str, int, int]] = set()
+    refs = sorted(
+        (ref for ref in context.project.functions() if ref.function.name in roots),
+        key=lambda ref: (ref.file.path, ref.function.span.line),
+    )
+    for root in refs:
+        for stale in _check_root(root, context):
+            key = (stale.reached.ref.file.path, stale.event.span.line, stale.event.span.col)
+            if key not in seen:
+                seen.add(key)
+                yield stale
+
+
+def _check_root(root: FunctionRef, context: Context) -> Iterator[StalePrefixReset]:
+    facts = context.facts
+    events: list[tuple[Reached, ResetEvent]] = [
+        (reached, event)
+        for reached in context.project.reachable(root)
+        if reached.ref.file.engine != "other"
+        for event in reached.ref.function.resets
+    ]
+    prefix = [
+        (reached, event)
+        for reached, event in events
+        if event.method == "reset_prefix_cache" and is_engine_level(facts, event)
+    ]
+    if not prefix:
+        return
+    supported = context.supported
+    full_clear = supported.all_from(FULL_CLEAR_SINCE) and any(clears_caches(e) for _, e in events)
+    missing = []
+    if supported.includes_from(MM_RESET_SINCE) and not full_clear and not _resets(events, "reset_mm_cache", context):
+        missing.append("multimodal")
+    if (
+        supported.includes_from(ENCODER_RESET_SINCE)
+        and not full_clear
+        and not _resets(events, "reset_encoder_cache", context)
+    ):
+        missing.append("encoder")
+    if not missing:
+        return
+    for reached, event in prefix:
+        yield StalePrefixReset(reached, event, tuple(missing))
+
+
+def _resets(events: list[tuple[Reached, ResetEvent]], method: str, context: Context) -> bool:
+    return any(event.method == method and is_engine_level(context.facts, event) for _, event in events)
+
+
+def _message(stale: StalePrefixReset) -> str:
+    caches = " and ".join(stale.missing)
+    plural = "caches keep" if len(stale.missing) > 1 else "cache keeps"
+    return (
+        f"{stale.reached.describe_path()} resets the prefix cache only: the {caches} {plural} features "
+        "computed with the old weights after every weight update"
+    )
+
+
+def _help(stale: StalePrefixReset) -> str:
+    methods = {"multimodal": "reset_mm_cache", "encoder": "reset_encoder_cache"}
+    calls = " and ".join(f"`{style_call(stale.event, methods[cache])}`" for cache in stale.missing)
+    return f"Reset them at engine level right after the prefix reset: {calls}"

@@ -1,0 +1,67 @@
+"""Judging reset events against the vLLM facts: which class, which scope, what a pause clears."""
+
+from __future__ import annotations
+
+from packaging.version import Version
+
+from cachelint.facts import EngineClass, Facts, Scope
+from cachelint.summary import ResetEvent
+
+ENGINE_LEVEL_CLASSES = (EngineClass.ASYNC_LLM, EngineClass.LLM_ENGINE, EngineClass.LLM)
+FULL_CLEAR_SINCE = Version("0.17.0")
+
+
+def assumed_class(event: ResetEvent) -> EngineClass:
+    """The receiver's class, or the likeliest engine class for an unknown receiver."""
+    if event.receiver_class:
+        return EngineClass(event.receiver_class)
+    if event.awaited or event.in_async:
+        return EngineClass.ASYNC_LLM
+    return EngineClass.LLM_ENGINE
+
+
+def first_release(facts: Facts, event: ResetEvent, method: str | None = None) -> Version | None:
+    """When the receiver gained the method; for an unknown receiver, the earliest engine class."""
+    name = method or event.method
+    if event.receiver_class:
+        return facts.first_release(name, event.receiver_class)
+    releases = [facts.first_release(name, cls) for cls in ENGINE_LEVEL_CLASSES]
+    known = [release for release in releases if release is not None]
+    return min(known) if known else None
+
+
+def is_worker_side(event: ResetEvent) -> bool:
+    if event.via == "rpc":
+        return True
+    return bool(event.receiver_class) and EngineClass(event.receiver_class).is_worker_side
+
+
+def is_engine_level(facts: Facts, event: ResetEvent) -> bool:
+    """A reset that clears the scheduler's and the workers' records (or an HTTP route that does)."""
+    if event.via in ("http", "dispatch"):
+        return True
+    if event.via not in ("direct", "alias") or is_worker_side(event):
+        return False
+    if not event.receiver_class:
+        return True
+    fact = facts.get(event.method, event.receiver_class)
+    return fact is None or fact.scope is Scope.ENGINE
+
+
+def clears_caches(event: ResetEvent) -> bool:
+    """An engine pause or sleep that clears the caches as a side effect."""
+    if event.method not in ("pause_generation", "sleep") or is_worker_side(event):
+        return False
+    if event.via not in ("direct", "alias", "http"):
+        return False
+    if event.method == "pause_generation":
+        return event.keywords.get("clear_cache", "True") != "False"
+    level = event.keywords.get("level", event.positional[0] if event.positional else "1")
+    return level not in ("0", "0.0")
+
+
+def style_call(event: ResetEvent, method: str) -> str:
+    """`method` called on the event's receiver in the event's style (await, sync or .remote())."""
+    receiver = event.receiver or "engine"
+    call = f"{receiver}.{method}()"
+    return f"await {call}" if event.awaited else call

@@ -1,0 +1,100 @@
+"""Reading a Python file as text, remembering how to write it back (encoding, BOM, newlines)."""
+
+from __future__ import annotations
+
+import ast
+import io
+import tokenize
+from dataclasses import dataclass
+from pathlib import Path
+
+import libcst as cst
+
+from cachelint.finding import Span
+
+
+class SourceError(Exception):
+    """A file that cannot be read, decoded or parsed; carries the position when there is one."""
+
+    def __init__(self, message: str, line: int = 1, col: int = 1) -> None:
+        super().__init__(message)
+        self.message = message
+        self.line = line
+        self.col = col
+
+    @property
+    def span(self) -> Span:
+        return Span(self.line, self.col, self.line, self.col)
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    text: str
+    encoding: str
+    bom: bool
+    newline: str
+
+    def encode(self, text: str) -> bytes:
+        """`text` (with "\\n" line endings) as the bytes this file should hold."""
+        if self.newline != "\n":
+            text = text.replace("\r\n", "\n").replace("\n", self.newline)
+        data = text.encode(self.encoding)
+        return (b"\xef\xbb\xbf" + data) if self.bom else data
+
+
+def decode_source(raw: bytes) -> SourceFile:
+    """Decode per PEP 263 (coding cookie, BOM); raise SourceError at the first bad byte."""
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
+    except SyntaxError as error:
+        raise SourceError(f"cannot detect the encoding: {error.msg}", error.lineno or 1) from error
+    bom = encoding == "utf-8-sig"
+    if bom:
+        encoding = "utf-8"
+        raw = raw[3:]
+    try:
+        text = raw.decode(encoding)
+    except UnicodeDecodeError as error:
+        line = raw[: error.start].count(b"\n") + 1
+        col = error.start - (raw.rfind(b"\n", 0, error.start) + 1) + 1
+        raise SourceError(f"invalid {encoding} byte sequence: {error.reason}", line, col) from error
+    except LookupError as error:
+        raise SourceError(f"unknown encoding {encoding!r}") from error
+    if "\0" in text:
+        offset = text.index("\0")
+        line = text.count("\n", 0, offset) + 1
+        raise SourceError("source code cannot contain null bytes", line, offset - text.rfind("\n", 0, offset))
+    newline = "\r\n" if "\r\n" in text else "\n"
+    return SourceFile(text, encoding, bom, newline)
+
+
+def read_source(path: Path) -> SourceFile:
+    try:
+        raw = path.read_bytes()
+    except OSError as error:
+        raise SourceError(f"cannot read file: {error.strerror or error}") from error
+    return decode_source(raw)
+
+
+def parse_source(text: str) -> cst.Module:
+    """Parse with libcst; raise SourceError with the parser's message and position."""
+    try:
+        return cst.parse_module(text)
+    except cst.ParserSyntaxError as error:
+        message = str(error.message).strip().splitlines()[0] if error.message else "invalid syntax"
+        raise SourceError(message, error.raw_line, error.raw_column + 1) from error
+    except RecursionError as error:
+        raise SourceError("too deeply nested to parse") from error
+
+
+def parse_python(text: str) -> ast.Module:
+    """Parse with CPython's parser; raise SourceError with its message and position."""
+    try:
+        return ast.parse(text)
+    except SyntaxError as error:
+        return_error = SourceError(error.msg, error.lineno or 1, max(error.offset or 1, 1))
+        raise return_error from error
+    except (RecursionError, MemoryError) as error:
+        raise SourceError("too deeply nested to parse") from error
+    except ValueError as error:
+        raise SourceError(str(error)) from error

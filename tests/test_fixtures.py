@@ -1,0 +1,59 @@
+"""Every fixture case: the findings of its rule are exactly the `# error:` expectations."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+
+import pytest
+from fixture_cases import FIXTURES, Case, rule_cases
+
+from cachelint.config import Settings
+from cachelint.engine import analyze
+
+CASES = rule_cases()
+
+
+def run_case(case: Case, settings: Settings | None = None) -> set[tuple[str, int, str]]:
+    base = settings or Settings()
+    vllm = case.vllm_range()
+    if vllm is not None:
+        base = dataclasses.replace(base, vllm=vllm)
+    old = Path.cwd()
+    os.chdir(case.path if case.path.is_dir() else case.path.parent)
+    try:
+        target = Path() if case.path.is_dir() else Path(case.path.name)
+        root = Path().resolve() if case.path.is_dir() else case.path
+        analysis = analyze([target], base, project_root=root)
+    finally:
+        os.chdir(old)
+    return {(finding.path, finding.span.line, finding.code) for finding in analysis.findings}
+
+
+def test_fixture_cases_exist_for_every_rule() -> None:
+    from cachelint.rules import ALL_RULES
+
+    codes_with_cases = {case.code for case in CASES}
+    for rule in ALL_RULES:
+        if rule.info.code != "CL100":
+            assert rule.info.code in codes_with_cases, f"{rule.info.code} has no fixtures"
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
+def test_fixture(case: Case) -> None:
+    found = {item for item in run_case(case) if item[2] == case.code}
+    assert found == case.expected(case.code)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
+def test_fixture_reports_no_errors(case: Case) -> None:
+    found = run_case(case)
+    assert not [item for item in found if not item[2].startswith("CL")]
+
+
+def test_demo_has_every_bug_class() -> None:
+    demo = Case("demo", FIXTURES / "demo")
+    found = run_case(demo)
+    assert found == demo.expected()
+    assert {code for _, _, code in found} >= {"CL001", "CL002", "CL003", "CL004"}

@@ -1,0 +1,542 @@
+"""Reporters and rule pages: exact text for the machine formats, SARIF against its schema."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from cachelint import docs
+from cachelint.finding import Applicability, Edit, Finding, Fix, Span
+from cachelint.output import FORMATS, ReportContext, render
+
+SARIF_SCHEMA = Path("/work/shared/knowledge/sarif-schema-2.1.0.json")
+
+WORKER = "demo_rl/worker_extension.py"
+ROLLOUT = "demo_rl/rollout.py"
+BROKEN = "demo_rl/broken.py"
+
+WORKER_SOURCE = """\
+class WorkerExtension:
+    def update_weights(self, weights):
+        load_weights(weights)
+        self.model_runner.reset_encoder_cache()
+
+    def other(self):
+\tself.model_runner.reset_encoder_cache()
+"""
+
+ROLLOUT_SOURCE = """\
+import vllm
+
+
+def refit(engine):
+    engine.collective_rpc(
+        "reset_encoder_cache",
+    )
+"""
+
+CL001_PAGE = """\
+# CL001 worker-only-cache-reset
+
+## What it does
+Flags a cache reset that reaches only the workers. It misses the scheduler.
+
+## Why is this bad?
+The scheduler still believes the old entries exist.
+
+## Example
+```python
+self.model_runner.reset_encoder_cache()
+```
+
+## Use instead
+```python
+await self.engine.reset_encoder_cache()
+```
+
+## Fix safety
+Unsafe: it changes what runs.
+
+## Options
+None.
+
+## References
+- vLLM `EngineCore.reset_encoder_cache`
+"""
+
+CL002_PAGE = """\
+# CL002 version-gated-reset
+
+## What it does
+Flags a reset gated on the vLLM version.
+
+## Why is this bad?
+Version tests drift.
+
+## Example
+```python
+# ## not a heading inside a fence
+if version >= "0.9":
+    engine.reset_mm_cache()
+```
+"""
+
+
+@pytest.fixture(autouse=True)
+def rule_pages(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Sample pages in place of the project's; findings' relative paths are relative to tmp_path."""
+    monkeypatch.chdir(tmp_path)
+    pages = tmp_path / "rules"
+    pages.mkdir()
+    (pages / "CL001.md").write_text(CL001_PAGE, encoding="utf-8")
+    (pages / "CL002.md").write_text(CL002_PAGE, encoding="utf-8")
+    (pages / "README.md").write_text("# not a rule\n", encoding="utf-8")
+    monkeypatch.setattr(docs, "rule_pages_dir", lambda: pages)
+    return pages
+
+
+def worker_finding(line: int = 4, col: int = 9, function: str = "WorkerExtension.update_weights") -> Finding:
+    end_col = col + len("self.model_runner.reset_encoder_cache()")
+    return Finding(
+        path=WORKER,
+        span=Span(line, col, line, end_col),
+        code="CL001",
+        name="worker-only-cache-reset",
+        message="model_runner.reset_encoder_cache() clears only the worker's encoder cache",
+        help="Reset through the engine: `engine.reset_encoder_cache()`",
+        fix=Fix(
+            "Reset the encoder cache through the engine",
+            Applicability.SAFE,
+            (Edit(WORKER, Span(line, col + 5, line, col + 17), "engine"),),
+        ),
+        function=function,
+    )
+
+
+def rollout_finding() -> Finding:
+    return Finding(
+        path=ROLLOUT,
+        span=Span(5, 5, 7, 6),
+        code="CL002",
+        name="version-gated-reset",
+        message="collective_rpc reset, 50% of runs: stale",
+        help="Call the engine-level reset",
+        fix=Fix(
+            "Use the engine reset",
+            Applicability.UNSAFE,
+            (Edit(ROLLOUT, Span(5, 5, 7, 6), "engine.reset_encoder_cache()"),),
+        ),
+        function="refit",
+    )
+
+
+def syntax_finding() -> Finding:
+    return Finding(BROKEN, Span(3, 8, 3, 9), "invalid-syntax", "invalid-syntax", "Expected ':'")
+
+
+def context(tmp_path: Path, **changes: object) -> ReportContext:
+    base = ReportContext(
+        root=tmp_path,
+        sources={WORKER: WORKER_SOURCE, ROLLOUT: ROLLOUT_SOURCE},
+        files_checked=3,
+        tool_version="9.9.9",
+    )
+    return dataclasses.replace(base, **changes)  # type: ignore[arg-type]
+
+
+def rendered(findings: list[Finding], fmt: str, report: ReportContext) -> str:
+    out = io.StringIO()
+    render(findings, fmt, out, report)
+    return out.getvalue()
+
+
+def all_findings() -> list[Finding]:
+    """Deliberately out of order: every format sorts."""
+    return [rollout_finding(), worker_finding(), syntax_finding()]
+
+
+# rule pages
+
+
+def test_load_page_splits_sections() -> None:
+    page = docs.load_page("cl001")
+    assert page is not None
+    assert (page.code, page.name) == ("CL001", "worker-only-cache-reset")
+    assert page.title == "CL001 worker-only-cache-reset"
+    assert list(page.sections) == [
+        "What it does",
+        "Why is this bad?",
+        "Example",
+        "Use instead",
+        "Fix safety",
+        "Options",
+        "References",
+    ]
+    assert page.summary == "Flags a cache reset that reaches only the workers."
+    assert page.example_code == "self.model_runner.reset_encoder_cache()\n"
+    assert page.use_instead_code == "await self.engine.reset_encoder_cache()\n"
+    assert page.text == CL001_PAGE
+
+
+def test_heading_inside_a_fence_is_code() -> None:
+    page = docs.load_page("CL002")
+    assert page is not None
+    assert "## not a heading" in (page.example_code or "")
+    assert page.use_instead_code is None
+
+
+def test_all_pages_and_missing_pages() -> None:
+    assert [page.code for page in docs.all_pages()] == ["CL001", "CL002"]
+    assert docs.load_page("CL999") is None
+    assert docs.load_page("../pyproject") is None
+    assert docs.help_uri("CL001") == "https://github.com/cachelint/cachelint/blob/main/rules/CL001.md"
+
+
+def test_rule_pages_dir_is_the_checkout_rules_dir(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.undo()
+    package = Path(docs.__file__).parent
+    expected = package / "rule_pages" if (package / "rule_pages").is_dir() else package.parent / "rules"
+    assert docs.rule_pages_dir() == expected
+
+
+# concise, json, json-lines, github: exact text
+
+
+def test_concise(tmp_path: Path) -> None:
+    assert rendered(all_findings(), "concise", context(tmp_path, unsafe_fixable_hidden=1)) == (
+        "demo_rl/broken.py:3:8: SyntaxError: Expected ':'\n"
+        "demo_rl/rollout.py:5:5: CL002 collective_rpc reset, 50% of runs: stale\n"
+        "demo_rl/worker_extension.py:4:9: CL001 [*] model_runner.reset_encoder_cache() clears only the "
+        "worker's encoder cache\n"
+        "Found 3 problems in 3 files.\n"
+        "[*] 1 fixable with the --fix option.\n"
+        "(1 hidden fix can be enabled with the --unsafe-fixes option.)\n"
+    )
+
+
+def test_concise_quiet_and_unsafe_fixes(tmp_path: Path) -> None:
+    report = context(tmp_path, quiet=True, unsafe_fixes=True)
+    assert rendered([rollout_finding()], "concise", report) == (
+        "demo_rl/rollout.py:5:5: CL002 [*] collective_rpc reset, 50% of runs: stale\n"
+    )
+
+
+def test_json(tmp_path: Path) -> None:
+    assert rendered([rollout_finding(), syntax_finding()], "json", context(tmp_path)) == (
+        """\
+[
+  {
+    "code": "invalid-syntax",
+    "end_location": {
+      "column": 9,
+      "row": 3
+    },
+    "filename": "demo_rl/broken.py",
+    "fix": null,
+    "help": "",
+    "location": {
+      "column": 8,
+      "row": 3
+    },
+    "message": "Expected ':'",
+    "name": "invalid-syntax",
+    "url": null
+  },
+  {
+    "code": "CL002",
+    "end_location": {
+      "column": 6,
+      "row": 7
+    },
+    "filename": "demo_rl/rollout.py",
+    "fix": {
+      "applicability": "unsafe",
+      "edits": [
+        {
+          "content": "engine.reset_encoder_cache()",
+          "end_location": {
+            "column": 6,
+            "row": 7
+          },
+          "filename": "demo_rl/rollout.py",
+          "location": {
+            "column": 5,
+            "row": 5
+          }
+        }
+      ],
+      "message": "Use the engine reset"
+    },
+    "help": "Call the engine-level reset",
+    "location": {
+      "column": 5,
+      "row": 5
+    },
+    "message": "collective_rpc reset, 50% of runs: stale",
+    "name": "version-gated-reset",
+    "url": "https://github.com/cachelint/cachelint/blob/main/rules/CL002.md"
+  }
+]
+"""
+    )
+
+
+def test_json_empty(tmp_path: Path) -> None:
+    assert rendered([], "json", context(tmp_path)) == "[]\n"
+
+
+def test_json_lines(tmp_path: Path) -> None:
+    lines = rendered(all_findings(), "json-lines", context(tmp_path)).splitlines()
+    assert lines[0] == (
+        '{"code":"invalid-syntax","end_location":{"column":9,"row":3},"filename":"demo_rl/broken.py",'
+        '"fix":null,"help":"","location":{"column":8,"row":3},"message":"Expected \':\'",'
+        '"name":"invalid-syntax","url":null}'
+    )
+    assert [json.loads(line) for line in lines] == json.loads(rendered(all_findings(), "json", context(tmp_path)))
+
+
+def test_github(tmp_path: Path) -> None:
+    odd = dataclasses.replace(
+        worker_finding(), path="demo_rl/a,b:c.py", message="first line\r\nsecond: 100% sure, really"
+    )
+    assert rendered([odd, *all_findings()], "github", context(tmp_path)) == (
+        "::error title=cachelint (CL001),file=demo_rl/a%2Cb%3Ac.py,line=4,col=9,endLine=4,endColumn=48"
+        "::CL001 first line%0D%0Asecond: 100%25 sure, really\n"
+        "::error title=cachelint (invalid-syntax),file=demo_rl/broken.py,line=3,col=8,endLine=3,endColumn=9"
+        "::invalid-syntax Expected ':'\n"
+        "::error title=cachelint (CL002),file=demo_rl/rollout.py,line=5,col=5,endLine=7,endColumn=6"
+        "::CL002 collective_rpc reset, 50%25 of runs: stale\n"
+        "::error title=cachelint (CL001),file=demo_rl/worker_extension.py,line=4,col=9,endLine=4,endColumn=48"
+        "::CL001 model_runner.reset_encoder_cache() clears only the worker's encoder cache\n"
+    )
+
+
+def test_github_paths_are_relative_to_the_root(tmp_path: Path) -> None:
+    finding = dataclasses.replace(syntax_finding(), path=str(tmp_path / "pkg" / "mod.py"))
+    assert ",file=pkg/mod.py," in rendered([finding], "github", context(tmp_path))
+
+
+def test_machine_formats_are_stable_and_uncoloured(tmp_path: Path) -> None:
+    report = context(tmp_path, color=True, statistics=True, quiet=True)
+    for fmt in ("json", "json-lines", "sarif", "github"):
+        first = rendered(all_findings(), fmt, report)
+        assert first == rendered(list(reversed(all_findings())), fmt, report)
+        assert "\x1b" not in first
+
+
+def test_unknown_format(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="unknown output format"):
+        render([], "xml", io.StringIO(), context(tmp_path))
+    assert FORMATS == ("full", "concise", "json", "json-lines", "sarif", "github")
+
+
+# sarif
+
+
+def sarif(findings: list[Finding], report: ReportContext) -> Any:
+    text = rendered(findings, "sarif", report)
+    assert text.endswith("}\n")
+    log = json.loads(text)
+    schema = json.loads(SARIF_SCHEMA.read_text(encoding="utf-8"))
+    jsonschema.validators.validator_for(schema)(schema).validate(log)
+    return log
+
+
+def test_sarif_document(tmp_path: Path) -> None:
+    log = sarif(all_findings(), context(tmp_path))
+    assert log["$schema"] == "https://json.schemastore.org/sarif-2.1.0.json"
+    assert log["version"] == "2.1.0"
+    (run,) = log["runs"]
+    driver = run["tool"]["driver"]
+    assert (driver["name"], driver["version"]) == ("cachelint", "9.9.9")
+    assert [rule["id"] for rule in driver["rules"]] == ["CL001", "CL002"]
+    cl001 = driver["rules"][0]
+    assert cl001["name"] == "worker-only-cache-reset"
+    assert cl001["shortDescription"] == {"text": "Flags a cache reset that reaches only the workers."}
+    assert cl001["fullDescription"] == {"text": "The scheduler still believes the old entries exist."}
+    assert cl001["help"] == {"text": CL001_PAGE, "markdown": CL001_PAGE}
+    assert cl001["helpUri"] == "https://github.com/cachelint/cachelint/blob/main/rules/CL001.md"
+    assert cl001["defaultConfiguration"] == {"level": "error"}
+    assert run["originalUriBaseIds"] == {"%SRCROOT%": {"uri": tmp_path.absolute().as_uri() + "/"}}
+
+    syntax, rollout, worker = run["results"]
+    assert syntax["ruleId"] == "invalid-syntax" and "ruleIndex" not in syntax
+    assert (rollout["ruleId"], rollout["ruleIndex"], worker["ruleIndex"]) == ("CL002", 1, 0)
+    assert worker["level"] == "error"
+    assert worker["locations"] == [
+        {
+            "physicalLocation": {
+                "artifactLocation": {"uri": "demo_rl/worker_extension.py", "uriBaseId": "%SRCROOT%"},
+                "region": {"startLine": 4, "startColumn": 9, "endLine": 4, "endColumn": 48},
+            }
+        }
+    ]
+    assert worker["fixes"] == [
+        {
+            "description": {"text": "Reset the encoder cache through the engine"},
+            "artifactChanges": [
+                {
+                    "artifactLocation": {"uri": "demo_rl/worker_extension.py", "uriBaseId": "%SRCROOT%"},
+                    "replacements": [
+                        {
+                            "deletedRegion": {
+                                "startLine": 4,
+                                "startColumn": 14,
+                                "endLine": 4,
+                                "endColumn": 26,
+                            },
+                            "insertedContent": {"text": "engine"},
+                        }
+                    ],
+                }
+            ],
+            "properties": {"applicability": "safe"},
+        }
+    ]
+    assert "fixes" not in syntax
+
+
+def fingerprint(result: Any) -> str:
+    return str(result["partialFingerprints"]["cachelint/v1"])
+
+
+def test_sarif_fingerprints_survive_moving_code(tmp_path: Path) -> None:
+    before = sarif([worker_finding(line=4)], context(tmp_path))
+    after = sarif([worker_finding(line=40)], context(tmp_path))
+    (old,) = before["runs"][0]["results"]
+    (new,) = after["runs"][0]["results"]
+    assert fingerprint(old) == fingerprint(new)
+    expected = hashlib.sha256(b"CL001|demo_rl/worker_extension.py|WorkerExtension.update_weights|0").hexdigest()
+    assert fingerprint(old) == expected
+
+
+def test_sarif_fingerprints_count_occurrences_within_a_function(tmp_path: Path) -> None:
+    findings = [worker_finding(line=4), worker_finding(line=7), worker_finding(line=7, function="other")]
+    results = sarif(findings, context(tmp_path))["runs"][0]["results"]
+    prints = [fingerprint(result) for result in results]
+    assert len(set(prints)) == 3
+    moved = [worker_finding(line=10), worker_finding(line=20), worker_finding(line=2, function="other")]
+    moved_results = sarif(moved, context(tmp_path))["runs"][0]["results"]
+    assert {fingerprint(result) for result in moved_results} == set(prints)
+
+
+def test_sarif_without_findings_or_pages(tmp_path: Path, rule_pages: Path) -> None:
+    for page in rule_pages.glob("*.md"):
+        page.unlink()
+    log = sarif([], context(tmp_path))
+    assert log["runs"][0]["results"] == []
+    assert log["runs"][0]["tool"]["driver"]["rules"] == []
+
+
+def test_sarif_file_outside_root_gets_an_absolute_uri(tmp_path: Path) -> None:
+    outside = tmp_path.parent / "elsewhere.py"
+    finding = dataclasses.replace(syntax_finding(), path=str(outside))
+    log = sarif([finding], context(tmp_path / "project"))
+    location = log["runs"][0]["results"][0]["locations"][0]["physicalLocation"]
+    assert location["artifactLocation"] == {"uri": outside.absolute().as_uri()}
+
+
+# full
+
+
+def test_full_frame(tmp_path: Path) -> None:
+    text = rendered([worker_finding()], "full", context(tmp_path))
+    assert text == (
+        "demo_rl/worker_extension.py:4:9: CL001 [*] model_runner.reset_encoder_cache() clears only the "
+        "worker's encoder cache\n"
+        "  |\n"
+        "3 |         load_weights(weights)\n"
+        "4 |         self.model_runner.reset_encoder_cache()\n"
+        "  |         ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^ CL001\n"
+        "5 |\n"
+        "  |\n"
+        "  = help: Reset through the engine: `engine.reset_encoder_cache()`\n"
+        "\n"
+        "Found 1 problem in 1 file.\n"
+        "[*] 1 fixable with the --fix option.\n"
+    )
+
+
+def test_full_expands_tabs_under_the_marker(tmp_path: Path) -> None:
+    finding = worker_finding(line=7, col=2, function="WorkerExtension.other")
+    lines = rendered([finding], "full", context(tmp_path, quiet=True)).splitlines()
+    code_line, marker_line = lines[3], lines[4]
+    assert code_line == "7 |     self.model_runner.reset_encoder_cache()"
+    assert marker_line == "  |     ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^ CL001"
+    assert lines[-2:] == ["  = help: Reset through the engine: `engine.reset_encoder_cache()`", ""]
+
+
+def test_full_multi_line_span_shows_every_line(tmp_path: Path) -> None:
+    text = rendered([rollout_finding()], "full", context(tmp_path, quiet=True))
+    assert text == (
+        "demo_rl/rollout.py:5:5: CL002 collective_rpc reset, 50% of runs: stale\n"
+        "  |\n"
+        "4 | def refit(engine):\n"
+        "5 |     engine.collective_rpc(\n"
+        "  |     ^^^^^^^^^^^^^^^^^^^^^^ CL002\n"
+        '6 |         "reset_encoder_cache",\n'
+        "7 |     )\n"
+        "  |\n"
+        "  = help: Call the engine-level reset\n"
+        "\n"
+    )
+
+
+def test_full_shows_fixes_as_diffs(tmp_path: Path) -> None:
+    text = rendered([worker_finding()], "full", context(tmp_path, show_fixes=True, quiet=True))
+    assert (
+        "  = fix (safe): Reset the encoder cache through the engine\n"
+        "    @@ -3,3 +3,3 @@\n"
+        "             load_weights(weights)\n"
+        "    -        self.model_runner.reset_encoder_cache()\n"
+        "    +        self.engine.reset_encoder_cache()\n"
+    ) in text
+
+
+def test_full_without_source_and_special_codes(tmp_path: Path) -> None:
+    internal = Finding("demo_rl/x.py", Span(9, 9, 9, 9), "internal-error", "internal-error", "boom")
+    text = rendered([syntax_finding(), internal], "full", context(tmp_path))
+    assert text.splitlines() == [
+        "demo_rl/broken.py:3:8: SyntaxError: Expected ':'",
+        "",
+        "demo_rl/x.py:1:1: internal error: boom",
+        "",
+        "Found 2 problems in 2 files.",
+    ]
+
+
+def test_full_summary_forms(tmp_path: Path) -> None:
+    assert rendered([], "full", context(tmp_path)) == "All checks passed!\n"
+    assert rendered([], "full", context(tmp_path, fixed_count=2)) == "Fixed 2 problems.\nAll checks passed!\n"
+    assert rendered([], "full", context(tmp_path, quiet=True)) == ""
+    text = rendered(all_findings(), "full", context(tmp_path, fixed_count=1, unsafe_fixable_hidden=2))
+    assert text.endswith(
+        "\nFixed 1 problem.\n"
+        "Found 3 problems in 3 files.\n"
+        "[*] 1 fixable with the --fix option.\n"
+        "(2 hidden fixes can be enabled with the --unsafe-fixes option.)\n"
+    )
+
+
+def test_full_statistics(tmp_path: Path) -> None:
+    findings = [*all_findings(), worker_finding(line=7, col=2)]
+    assert rendered(findings, "full", context(tmp_path, statistics=True)) == (
+        "2  CL001           worker-only-cache-reset  [*]\n"
+        "1  CL002           version-gated-reset\n"
+        "1  invalid-syntax  invalid-syntax\n"
+        "\n"
+        "Found 4 problems in 3 files.\n"
+        "[*] 2 fixable with the --fix option.\n"
+    )
+
+
+def test_full_colour_only_when_asked(tmp_path: Path) -> None:
+    assert "\x1b[" not in rendered(all_findings(), "full", context(tmp_path))
+    assert "\x1b[" in rendered(all_findings(), "full", context(tmp_path, color=True))
