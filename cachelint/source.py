@@ -35,9 +35,7 @@ class SourceFile:
     newline: str
 
     def encode(self, text: str) -> bytes:
-        """`text` (with "\\n" line endings) as the bytes this file should hold."""
-        if self.newline != "\n":
-            text = text.replace("\r\n", "\n").replace("\n", self.newline)
+        """`text` as the bytes this file should hold (its encoding and BOM; line breaks are kept as given)."""
         data = text.encode(self.encoding)
         return (b"\xef\xbb\xbf" + data) if self.bom else data
 

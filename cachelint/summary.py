@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from cachelint.edits import source_lines
 from cachelint.facts import EngineClass
 from cachelint.finding import Span
 from cachelint.version_tests import VersionTest, VersionTestReader, dotted_name, string_value
@@ -78,12 +79,25 @@ class Gate:
     has_else: bool = False
     else_resets: bool = False
     keyword: str = ""  # for kwargs gates: the keyword filled under the test
+    pure: bool = False  # the test is the version comparison alone (no and/or/not around it)
 
     @property
     def test(self) -> VersionTest:
         from packaging.version import Version
 
         return VersionTest(self.operator, Version(self.threshold), self.raw_string)
+
+
+@dataclass
+class Anchor:
+    """The simple statement holding a call: where a fix inserts code after it or removes it."""
+
+    statement_span: Span
+    indent: str
+    line_end_col: int  # the column just past the end of the statement's last line
+    own_lines: bool  # the statement starts its line and nothing but a comment follows it
+    sole_statement: bool  # the only statement of its block (removing it needs a `pass`)
+    previous_line_end_col: int  # the column just past the end of the line before the statement
 
 
 @dataclass
@@ -95,6 +109,7 @@ class CallSite:
     span: Span
     awaited: bool
     receiver_class: str = ""  # an EngineClass value when the receiver is a known vLLM object
+    anchor: Anchor | None = None  # where code can be inserted after it (collective_rpc calls only)
 
 
 @dataclass
@@ -112,6 +127,7 @@ class ResetEvent:
     callee_span: Span  # the called expression (`x.reset_encoder_cache`)
     statement_span: Span  # the simple statement holding the call
     indent: str
+    anchor: Anchor | None = None
     keywords: dict[str, str] = field(default_factory=dict)
     positional: list[str] = field(default_factory=list)
     star_kwargs: list[str] = field(default_factory=list)
@@ -175,12 +191,16 @@ class FileSummary:
         def gate(raw: dict[str, Any]) -> Gate:
             return Gate(**{**raw, "test_span": span(raw["test_span"]), "statement_span": span(raw["statement_span"])})
 
+        def anchor(raw: dict[str, Any] | None) -> Anchor | None:
+            return Anchor(**{**raw, "statement_span": span(raw["statement_span"])}) if raw else None
+
         def event(raw: dict[str, Any]) -> ResetEvent:
             spans = {k: span(raw[k]) for k in ("span", "callee_span", "statement_span")}
-            return ResetEvent(**{**raw, **spans, "gates": [gate(g) for g in raw["gates"]]})
+            gates = [gate(g) for g in raw["gates"]]
+            return ResetEvent(**{**raw, **spans, "gates": gates, "anchor": anchor(raw["anchor"])})
 
         def call(raw: dict[str, Any]) -> CallSite:
-            return CallSite(**{**raw, "span": span(raw["span"])})
+            return CallSite(**{**raw, "span": span(raw["span"]), "anchor": anchor(raw["anchor"])})
 
         def function(raw: dict[str, Any]) -> FunctionSummary:
             return FunctionSummary(
@@ -287,7 +307,7 @@ class _Source:
     """Positions and text of ast nodes (ast counts columns in UTF-8 bytes; spans count characters)."""
 
     def __init__(self, text: str) -> None:
-        self.lines = text.splitlines()
+        self.lines = source_lines(text)
         self._encoded: dict[int, bytes] = {}
 
     def _bytes(self, line: int) -> bytes:
@@ -334,6 +354,15 @@ class _Source:
         text = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
         return text[: len(text) - len(text.lstrip())]
 
+    def line_end_col(self, line: int) -> int:
+        return len(self.lines[line - 1]) + 1 if 0 < line <= len(self.lines) else 1
+
+    def owns_lines(self, span: Span) -> bool:
+        """Nothing but indentation before the span and nothing but a comment after it."""
+        before = self.lines[span.line - 1][: span.col - 1] if 0 < span.line <= len(self.lines) else ""
+        after = self.lines[span.end_line - 1][span.end_col - 1 :] if 0 < span.end_line <= len(self.lines) else ""
+        return not before.strip() and (not after.strip() or after.strip().startswith("#"))
+
     def starts_with(self, line: int, word: str) -> bool:
         text = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
         return text.lstrip().startswith(word)
@@ -370,6 +399,7 @@ class _Summarizer(ast.NodeVisitor):
         self.consumed: set[int] = set()
         self.elifs: set[int] = set()
         self.statements: list[ast.stmt] = []
+        self.blocks: list[list[ast.stmt]] = []
         self.unclassified: list[tuple[ResetEvent | CallSite, list[dict[str, EngineClass]], ClassSummary | None]] = []
         self.imports_vllm = False
         self.imports_other = False
@@ -406,9 +436,25 @@ class _Summarizer(ast.NodeVisitor):
     def visit_block(self, statements: list[ast.stmt]) -> None:
         """A block of statements: guard clauses in it gate the statements after them."""
         self.frame.guards.append([])
+        self.blocks.append(statements)
         for statement in statements:
             self.visit(statement)
+        self.blocks.pop()
         self.frame.guards.pop()
+
+    def anchor(self, statement: ast.stmt | None) -> Anchor | None:
+        if statement is None:
+            return None
+        span = self.source.span(statement)
+        sole = bool(self.blocks) and len(self.blocks[-1]) == 1 and self.blocks[-1][0] is statement
+        return Anchor(
+            statement_span=span,
+            indent=self.source.indent(span.line),
+            line_end_col=self.source.line_end_col(span.end_line),
+            own_lines=self.source.owns_lines(span),
+            sole_statement=sole,
+            previous_line_end_col=self.source.line_end_col(span.line - 1),
+        )
 
     def finish(self) -> None:
         for item, scopes, current in self.unclassified:
@@ -613,6 +659,7 @@ class _Summarizer(ast.NodeVisitor):
                 text=self.source.segment(node.test),
                 test_span=self.source.span(node.test),
                 statement_span=self.source.span(node),
+                pure=isinstance(node.test, (ast.Compare, ast.Call)),
             )
         )
 
@@ -644,6 +691,7 @@ class _Summarizer(ast.NodeVisitor):
                     only_reset=branch is not None and len(branch) == 1 and branch[0] is statement,
                     has_else=isinstance(owner, ast.If) and bool(owner.orelse),
                     else_resets=isinstance(owner, ast.If) and positive and _calls_reset(owner.orelse),
+                    pure=isinstance(test_node, (ast.Compare, ast.Call)),
                 )
             )
         for block in self.frame.guards:
@@ -841,6 +889,8 @@ class _Summarizer(ast.NodeVisitor):
         chain = self.chain(receiver) if receiver is not None else []
         receiver_text = self.receiver_text(receiver) if receiver is not None else ""
         call_site = CallSite(name, receiver_text, chain, via, self.source.span(node), id(node) in self.awaited)
+        if via == "rpc":
+            call_site.anchor = self.anchor(self.statements[-1] if self.statements else None)
         self.frame.function.calls.append(call_site)
         if chain:
             current = self.classes[-1] if self.classes else None
@@ -887,6 +937,7 @@ class _Summarizer(ast.NodeVisitor):
             callee_span=self.source.span(node.func),
             statement_span=statement_span,
             indent=self.source.indent(statement_span.line),
+            anchor=self.anchor(statement),
             keywords=keywords,
             positional=[self.source.segment(arg) for arg in arguments if not isinstance(arg, ast.Starred)],
             star_kwargs=star_kwargs,

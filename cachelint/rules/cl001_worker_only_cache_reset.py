@@ -5,9 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from cachelint.facts import EngineClass, Scope
-from cachelint.finding import Finding
+from cachelint.finding import Applicability, Edit, Finding, Fix
+from cachelint.project import FunctionRef
 from cachelint.rules.base import Context, Rule, RuleInfo
-from cachelint.summary import FileSummary, FunctionSummary, ResetEvent
+from cachelint.rules.events import is_engine_level
+from cachelint.rules.insertions import insert_after, remove_statement
+from cachelint.summary import CallSite, FileSummary, FunctionSummary, ResetEvent
 
 WORKER_RESETS = ("reset_encoder_cache", "reset_mm_cache")
 
@@ -31,6 +34,7 @@ class WorkerOnlyCacheReset(Rule):
                         event.span,
                         _message(event, context),
                         _help(event),
+                        fix=_fix(file, function, event, context),
                         function=function.qualname,
                     )
 
@@ -105,3 +109,87 @@ def _help(event: ResetEvent) -> str:
         f"Reset at engine level from the driver side: `await engine.{method}()` on an AsyncLLM, "
         f"`llm.llm_engine.{method}()` on a sync LLM"
     )
+
+
+def _engine_method(event: ResetEvent) -> str:
+    return "reset_encoder_cache" if event.method in ("reset_encoder_cache", "clear") else event.method
+
+
+def _fix(file: FileSummary, function: FunctionSummary, event: ResetEvent, context: Context) -> Fix | None:
+    method = _engine_method(event)
+    prefix = _engine_prefix(event)
+    if prefix and prefix.endswith("llm_engine"):
+        span = event.span if event.method == "clear" else event.callee_span
+        content = f"{prefix}.{method}()" if event.method == "clear" else f"{prefix}.{method}"
+        edit = Edit(file.path, span, content)
+        return Fix(f"Call `{prefix}.{method}()`", Applicability.UNSAFE, (edit,))
+    if event.via == "rpc":
+        return _rpc_fix(file, event, method)
+    return _driver_side_fix(file, function, event, context, method)
+
+
+def _rpc_fix(file: FileSummary, event: ResetEvent, method: str) -> Fix:
+    receiver_class = event.receiver_class
+    receiver = event.receiver
+    if event.chain and event.chain[-1] == "engine_core" and "()" not in event.chain:
+        receiver = ".".join(event.chain[:-1])
+        receiver_class = EngineClass.ASYNC_LLM.value if event.consumed else EngineClass.LLM_ENGINE.value
+    if receiver_class == EngineClass.LLM.value or (not receiver_class and not event.consumed):
+        call = f"{receiver}.llm_engine.{method}()"
+    else:
+        call = f"{receiver}.{method}()"
+    if event.positional or event.keywords or event.star_kwargs:
+        return Fix(f"Call `{call}` instead", Applicability.DISPLAY)
+    return Fix(f"Call `{call}`", Applicability.UNSAFE, (Edit(file.path, event.span, call),))
+
+
+def _driver_reset(ref: FunctionRef, site: CallSite, method: str) -> str | None:
+    """The engine-level reset on the object that ran `collective_rpc`, in its style; None when the
+    rpc's coroutine is awaited elsewhere (the reset must wait for it, so no single place is right)."""
+    if site.awaited:
+        return f"await {site.receiver}.{method}()"
+    if ref.function.is_async and site.receiver_class != EngineClass.LLM.value:
+        return None
+    if site.receiver_class in (EngineClass.LLM_ENGINE.value, EngineClass.ENGINE_CORE.value):
+        return f"{site.receiver}.{method}()"
+    return f"{site.receiver}.llm_engine.{method}()"
+
+
+def _driver_sites(function: FunctionSummary, context: Context) -> list[tuple[FunctionRef, CallSite]]:
+    """The `collective_rpc("<this method>")` calls that run this worker-extension method."""
+    return [
+        (ref, call)
+        for ref in context.project.functions()
+        for call in ref.function.calls
+        if call.via == "rpc" and call.name == function.name and call.anchor is not None
+    ]
+
+
+def _already_resets(ref: FunctionRef, site: CallSite, method: str, context: Context) -> bool:
+    assert site.anchor is not None
+    end = site.anchor.statement_span.end_line
+    return any(
+        event.method == method and end < event.span.line <= end + 3 and is_engine_level(context.facts, event)
+        for event in ref.function.resets
+    )
+
+
+def _driver_side_fix(
+    file: FileSummary, function: FunctionSummary, event: ResetEvent, context: Context, method: str
+) -> Fix:
+    sites = _driver_sites(function, context)
+    where = f'right after the `collective_rpc("{function.name}")` call that runs `{function.qualname}`'
+    advice = f"Remove this call and reset at engine level on the driver side, {where}"
+    anchor = event.anchor
+    if not sites or anchor is None or not anchor.own_lines:
+        return Fix(f"{advice}: `await engine.{method}()` on an AsyncLLM", Applicability.DISPLAY)
+    edits = [remove_statement(file.path, anchor)]
+    for ref, site in sites:
+        assert site.anchor is not None
+        reset = _driver_reset(ref, site, method)
+        if reset is None or not site.anchor.own_lines:
+            where = f"{ref.file.path}:{site.span.line}"
+            return Fix(f"{advice} ({where}), once its coroutine has been awaited", Applicability.DISPLAY)
+        if not _already_resets(ref, site, method, context):
+            edits.append(insert_after(ref.file.path, site.anchor, [reset]))
+    return Fix(advice, Applicability.UNSAFE, tuple(edits))

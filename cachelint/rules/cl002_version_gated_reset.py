@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from packaging.version import Version
 
 from cachelint.facts import EngineClass
-from cachelint.finding import Finding
+from cachelint.finding import Applicability, Edit, Finding, Fix, Span
 from cachelint.rules.base import Context, Rule, RuleInfo
 from cachelint.rules.events import assumed_class, clears_caches, first_release, is_worker_side
 from cachelint.summary import RESET_METHODS, FileSummary, Gate, ResetEvent
@@ -32,7 +32,10 @@ class VersionGatedReset(Rule):
                 for gate in event.gates:
                     message = _judge(event, gate, context)
                     if message:
-                        yield self.finding(file, event.span, message, _help(event, gate), function=function.qualname)
+                        fix = _fix(file, event, gate, context)
+                        yield self.finding(
+                            file, event.span, message, _help(event, gate), fix=fix, function=function.qualname
+                        )
                         break
 
 
@@ -70,7 +73,7 @@ def _judge(event: ResetEvent, gate: Gate, context: Context) -> str | None:
     gated = f"`{method}` runs only when {test.describe()} (`{gate.text}`){where}"
     if first is None:
         return f"{gated}, but {owner} has no `{method}` in any release"
-    if gate.else_resets and gate.has_else and test.threshold == first:
+    if gate.else_resets:
         return None
     supported = context.supported
     if supported.all_from(first):
@@ -122,3 +125,33 @@ def _help(event: ResetEvent, gate: Gate) -> str:
         )
     target = hasattr_target(event)
     return f'Test for the method instead: `if hasattr({target}, "{event.method}"):`'
+
+
+def _fix(file: FileSummary, event: ResetEvent, gate: Gate, context: Context) -> Fix:
+    probe = f'hasattr({hasattr_target(event)}, "{event.method}")'
+    if gate.kind == "kwargs" or not gate.pure:
+        return Fix(_help(event, gate), Applicability.DISPLAY)
+    if gate.kind == "guard":
+        edit = Edit(file.path, gate.test_span, f"not {probe}")
+        return Fix(f"Replace the guard's version test with `not {probe}`", Applicability.UNSAFE, (edit,))
+    if gate.kind not in ("if", "elif") or gate.has_else:
+        return Fix(f"Test `{probe}` instead of the version", Applicability.DISPLAY)
+    if not gate.only_reset:
+        edit = Edit(file.path, gate.test_span, probe)
+        return Fix(f"Replace the version test with `{probe}`", Applicability.UNSAFE, (edit,))
+    first = first_release(context.facts, event)
+    statement = event.statement_span
+    if (
+        gate.kind == "if"
+        and first is not None
+        and context.supported.all_from(first)
+        and statement.line == statement.end_line
+    ):
+        header = Span(gate.statement_span.line, gate.statement_span.col, statement.line, statement.col)
+        return Fix(
+            "Remove the version gate (every supported release has the method)",
+            Applicability.SAFE,
+            (Edit(file.path, header, ""),),
+        )
+    edit = Edit(file.path, gate.test_span, probe)
+    return Fix(f"Replace the version test with `{probe}`", Applicability.SAFE, (edit,))

@@ -7,10 +7,12 @@ from dataclasses import dataclass
 
 from packaging.version import Version
 
-from cachelint.finding import Finding
+from cachelint.facts import EngineClass
+from cachelint.finding import Applicability, Finding, Fix
 from cachelint.project import FunctionRef, Reached
 from cachelint.rules.base import Context, Rule, RuleInfo
-from cachelint.rules.events import FULL_CLEAR_SINCE, clears_caches, is_engine_level, style_call
+from cachelint.rules.events import FULL_CLEAR_SINCE, assumed_class, clears_caches, is_engine_level, style_call
+from cachelint.rules.insertions import guarded, insert_after
 from cachelint.summary import FileSummary, ResetEvent
 
 MM_RESET_SINCE = Version("0.9.0")
@@ -45,6 +47,7 @@ class RefitWithoutMmReset(Rule):
                 stale.event.span,
                 _message(stale),
                 _help(stale),
+                fix=_fix(file, stale, context),
                 function=stale.reached.ref.function.qualname,
             )
 
@@ -122,3 +125,40 @@ def _help(stale: StalePrefixReset) -> str:
     methods = {"multimodal": "reset_mm_cache", "encoder": "reset_encoder_cache"}
     calls = " and ".join(f"`{style_call(stale.event, methods[cache])}`" for cache in stale.missing)
     return f"Reset them at engine level right after the prefix reset: {calls}"
+
+
+LLM_RESET_MM_SINCE = Version("0.11.1")
+
+
+def _reset_line(event: ResetEvent, method: str, context: Context) -> list[str]:
+    """The engine-level `method` on the prefix reset's receiver, hasattr-guarded when needed."""
+    cls = assumed_class(event)
+    receiver = event.receiver
+    if cls is EngineClass.LLM and (
+        method == "reset_encoder_cache" or context.supported.includes_before(LLM_RESET_MM_SINCE)
+    ):
+        receiver, cls = f"{receiver}.llm_engine", EngineClass.LLM_ENGINE
+    call = f"{'await ' if _awaits(event) else ''}{receiver}.{method}()"
+    first = context.facts.first_release(method, cls)
+    assert event.anchor is not None
+    if first is None or context.supported.includes_before(first):
+        return guarded(receiver, method, call, event.anchor)
+    return [call]
+
+
+def _awaits(event: ResetEvent) -> bool:
+    """Await the added resets where the prefix reset's coroutine is awaited, now or later."""
+    return event.awaited or (event.in_async and assumed_class(event) is EngineClass.ASYNC_LLM)
+
+
+def _fix(file: FileSummary, stale: StalePrefixReset, context: Context) -> Fix:
+    event = stale.event
+    if event.via not in ("direct", "alias") or event.anchor is None or not event.anchor.own_lines:
+        return Fix(_help(stale), Applicability.DISPLAY)
+    if _awaits(event) and not event.awaited:
+        return Fix(f"{_help(stale)}, once the stored coroutine has been awaited", Applicability.DISPLAY)
+    methods = {"multimodal": "reset_mm_cache", "encoder": "reset_encoder_cache"}
+    lines = [line for cache in stale.missing for line in _reset_line(event, methods[cache], context)]
+    edit = insert_after(file.path, event.anchor, lines)
+    caches = " and ".join(stale.missing)
+    return Fix(f"Reset the {caches} caches after the prefix cache", Applicability.UNSAFE, (edit,))

@@ -6,9 +6,11 @@ from collections.abc import Iterator
 
 from packaging.version import Version
 
-from cachelint.finding import Finding
+from cachelint.facts import EngineClass
+from cachelint.finding import Applicability, Finding, Fix
 from cachelint.rules.base import Context, Rule, RuleInfo
 from cachelint.rules.events import clears_caches, is_engine_level
+from cachelint.rules.insertions import insert_after
 from cachelint.summary import FileSummary, FunctionSummary, ResetEvent, Workaround
 
 DESYNC_FROM = Version("0.17.0")
@@ -33,7 +35,14 @@ class MmProcessorCacheDesync(Rule):
         for function in file.functions:
             for event in function.resets:
                 if clears_caches(event) and not _reset_after(function, event, context):
-                    yield self.finding(file, event.span, _message(event, context), _HELP, function=function.qualname)
+                    yield self.finding(
+                        file,
+                        event.span,
+                        _message(event, context),
+                        _HELP,
+                        fix=_fix(file, event, context),
+                        function=function.qualname,
+                    )
 
     def _dropped_workarounds(
         self, file: FileSummary, context: Context, workarounds: list[tuple[FileSummary, Workaround]]
@@ -54,6 +63,7 @@ class MmProcessorCacheDesync(Rule):
                         f"`{sub.name}.{method}` overrides `{workaround.cls}.{method}` without calling super(), "
                         "dropping its processor-cache workaround (mm_processor_cache_gb=0) for vLLM 0.17-0.21",
                         "Call `super()." + method + "(...)` in the override, or disable the processor cache there too",
+                        fix=Fix(f"Call `super().{method}(...)` in the override", Applicability.DISPLAY),
                         function=override.qualname,
                     )
 
@@ -84,3 +94,17 @@ _HELP = (
     'Disable the processor cache for vLLM < 0.22 (`engine_kwargs.setdefault("mm_processor_cache_gb", 0)`) '
     "or call `await engine.reset_mm_cache()` right after the pause"
 )
+
+
+LLM_RESET_MM_SINCE = Version("0.11.1")
+
+
+def _fix(file: FileSummary, event: ResetEvent, context: Context) -> Fix:
+    if event.via not in ("direct", "alias") or event.anchor is None or not event.anchor.own_lines:
+        return Fix(_HELP, Applicability.DISPLAY)
+    receiver = event.receiver
+    if event.receiver_class == EngineClass.LLM.value and context.supported.includes_before(LLM_RESET_MM_SINCE):
+        receiver = f"{receiver}.llm_engine"
+    call = f"{'await ' if event.awaited else ''}{receiver}.reset_mm_cache()"
+    edit = insert_after(file.path, event.anchor, [call])
+    return Fix(f"Call `{call}` right after the pause", Applicability.UNSAFE, (edit,))

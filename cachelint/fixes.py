@@ -1,0 +1,223 @@
+"""Applying fixes: non-overlapping edits, re-analysis to a fixed point, validation, atomic writes.
+
+Every round analyses the project with the edited files overlaid, picks the fixes the run allows
+(safe; unsafe too with --unsafe-fixes) whose edits do not overlap, and keeps each fix only if every
+file it touches still parses with both CPython and libcst. Nothing is written until the rounds end;
+then each changed file is written atomically (temporary file in the same folder + os.replace) with
+its encoding, BOM, line endings and mode, unless it changed on disk since it was read.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import difflib
+import os
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import libcst
+
+from cachelint.config import Settings
+from cachelint.edits import apply_edits
+from cachelint.engine import Analysis, analyze
+from cachelint.finding import Applicability, Edit, Finding, Fix
+from cachelint.source import SourceError, SourceFile, decode_source
+
+MAX_ROUNDS = 10
+
+
+@dataclass
+class FixedFile:
+    path: Path  # absolute
+    display: str
+    source: SourceFile  # as first read
+    original: bytes
+    text: str  # current, with the applied edits
+
+
+@dataclass
+class FixOutcome:
+    analysis: Analysis  # of the fixed code
+    fixed: int = 0
+    files: dict[Path, FixedFile] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def changed(self) -> list[FixedFile]:
+        return [file for file in self.files.values() if file.text != file.source.text]
+
+
+def allowed(fix: Fix, unsafe: bool) -> bool:
+    if not fix.edits:
+        return False
+    return fix.applicability is Applicability.SAFE or (unsafe and fix.applicability is Applicability.UNSAFE)
+
+
+def _absolute(display: str) -> Path:
+    return Path(os.path.abspath(display))
+
+
+def _parses(text: str) -> bool:
+    try:
+        ast.parse(text)
+        libcst.parse_module(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError, libcst.ParserSyntaxError):
+        return False
+    return True
+
+
+def _overlaps(a: Edit, b: Edit) -> bool:
+    a_start, a_end = (a.span.line, a.span.col), (a.span.end_line, a.span.end_col)
+    b_start, b_end = (b.span.line, b.span.col), (b.span.end_line, b.span.end_col)
+    if a_start == a_end and b_start == b_end:
+        return a_start == b_start
+    return (a_start < b_end and b_start < a_end) or a_start == b_start
+
+
+class _Round:
+    """One round: picks fixes greedily, keeping each only if all its files still parse."""
+
+    def __init__(self, outcome: FixOutcome, failed: set[tuple[str, str, int, int]]) -> None:
+        self.outcome = outcome
+        self.failed = failed
+        self.edits: dict[Path, list[Edit]] = {}
+        self.applied = 0
+
+    def offer(self, finding: Finding, fix: Fix) -> None:
+        key = (finding.code, finding.path, finding.span.line, finding.span.col)
+        if key in self.failed:
+            return
+        by_file: dict[Path, list[Edit]] = {}
+        for edit in fix.edits:
+            by_file.setdefault(_absolute(edit.path), []).append(edit)
+        for path, edits in by_file.items():
+            taken = self.edits.get(path, [])
+            if any(_overlaps(edit, other) for edit in edits for other in taken):
+                return
+        texts = {}
+        for path, edits in by_file.items():
+            file = self.outcome.files.get(path)
+            if file is None:
+                return
+            newline = file.source.newline
+            converted = [Edit(e.path, e.span, e.content.replace("\n", newline)) for e in edits]
+            try:
+                texts[path] = apply_edits(file.text, [*self.edits.get(path, []), *converted])
+            except ValueError:
+                return
+            if not _parses(texts[path]):
+                self.failed.add(key)
+                self.outcome.errors.append(
+                    f"{finding.path}:{finding.span.line}:{finding.span.col}: {finding.code} fix not applied: "
+                    "the result would not parse"
+                )
+                return
+            by_file[path] = converted
+        for path, edits in by_file.items():
+            self.edits.setdefault(path, []).extend(edits)
+        self.applied += 1
+
+    def commit(self) -> None:
+        for path, edits in self.edits.items():
+            file = self.outcome.files[path]
+            file.text = apply_edits(file.text, edits)
+
+
+def _track(outcome: FixOutcome, analysis: Analysis, overlay: dict[Path, bytes]) -> None:
+    """Remember every file a fix may touch, as first read."""
+    for display, source in analysis.sources.items():
+        path = _absolute(display)
+        if path not in outcome.files:
+            original = overlay.get(path) or path.read_bytes()
+            outcome.files[path] = FixedFile(path, display, source, original, source.text)
+
+
+def _load_extra(outcome: FixOutcome, edits: Sequence[Edit]) -> None:
+    """Files outside the checked paths that a cross-file fix edits (the driver side of CL001)."""
+    for edit in edits:
+        path = _absolute(edit.path)
+        if path in outcome.files:
+            continue
+        try:
+            original = path.read_bytes()
+            source = decode_source(original)
+        except (OSError, SourceError):
+            continue
+        outcome.files[path] = FixedFile(path, edit.path, source, original, source.text)
+
+
+def fix_to_fixed_point(
+    paths: Sequence[Path],
+    settings: Settings,
+    unsafe: bool,
+    force_exclude: bool = False,
+    project_root: Path | None = None,
+) -> FixOutcome:
+    """Apply every allowed fix, re-analysing after each round, until nothing changes (bounded)."""
+    overlay: dict[Path, bytes] = {}
+    failed: set[tuple[str, str, int, int]] = set()
+    analysis = analyze(paths, settings, project_root=project_root, force_exclude=force_exclude)
+    outcome = FixOutcome(analysis)
+    for _ in range(MAX_ROUNDS):
+        _track(outcome, analysis, overlay)
+        round_ = _Round(outcome, failed)
+        for finding in analysis.findings:
+            if finding.fix is not None and allowed(finding.fix, unsafe):
+                _load_extra(outcome, finding.fix.edits)
+                round_.offer(finding, finding.fix)
+        if not round_.applied:
+            break
+        round_.commit()
+        outcome.fixed += round_.applied
+        for file in outcome.changed:
+            overlay[file.path] = file.source.encode(file.text)
+        analysis = analyze(paths, settings, project_root=project_root, force_exclude=force_exclude, overlay=overlay)
+    outcome.analysis = analysis
+    return outcome
+
+
+def unified_diff(file: FixedFile) -> str:
+    before = file.source.text.splitlines(keepends=True)
+    after = file.text.splitlines(keepends=True)
+    return "".join(difflib.unified_diff(before, after, f"a/{file.display}", f"b/{file.display}"))
+
+
+def write_changes(outcome: FixOutcome) -> list[str]:
+    """Write each changed file atomically; returns one error message per file left unwritten."""
+    errors = []
+    for file in outcome.changed:
+        try:
+            current = file.path.read_bytes()
+        except OSError as error:
+            errors.append(f"{file.display}: not written: cannot read it back ({error.strerror or error})")
+            continue
+        if current != file.original:
+            errors.append(f"{file.display}: not written: it changed on disk since it was read")
+            continue
+        try:
+            write_atomically(file.path, file.source.encode(file.text))
+        except OSError as error:
+            errors.append(f"{file.display}: not written: {error.strerror or error}")
+    return errors
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    """Replace `path` with `data` in one step; on any error the original stays as it was."""
+    target = Path(os.path.realpath(path))
+    mode = target.stat().st_mode
+    handle, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".cachelint")
+    temporary = Path(name)
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(data)
+            stream.flush()
+            os.fsync(stream.fileno())
+        temporary.chmod(mode & 0o7777)
+        temporary.replace(target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            temporary.unlink()
+        raise
