@@ -6,7 +6,8 @@ function, then to what the module imports, then to module-level functions of tha
 the project; `module.func()` to the imported module's function; `collective_rpc("name")` to the
 `name` methods of worker-extension classes; a Ray `.remote()` call, a dispatch helper
 (`run_all_workers("name")`) or a method call on another object to the project's methods of that
-name. Project-wide candidates are narrowed to the nearest package (longest shared module prefix).
+name, other than the caller's own class. Project-wide candidates are narrowed to the nearest package
+(longest shared module prefix).
 When several candidates remain, a path counts as resetting a cache if any candidate does.
 """
 
@@ -95,7 +96,6 @@ GENERIC_NAMES = frozenset(
         "all_reduce",
     }
 )
-MAX_CANDIDATES = 6
 
 
 @dataclass(frozen=True)
@@ -140,6 +140,8 @@ class ProjectIndex:
         self.classes_by_name: dict[str, list[tuple[FileSummary, ClassSummary]]] = {}
         self.worker_extensions: set[str] = set(worker_extension_classes)
         self.memo: dict[str, Any] = {}
+        self._bases: dict[str, list[str]] = {}
+        self._subclasses: dict[str, list[tuple[FileSummary, ClassSummary]]] | None = None
         for summary in self.files.values():
             self.modules[summary.module] = summary
             self.worker_extensions.update(summary.worker_extension_refs)
@@ -158,6 +160,11 @@ class ProjectIndex:
 
     def base_classes(self, name: str) -> list[str]:
         """Project classes `name` inherits from, nearest first."""
+        if name not in self._bases:
+            self._bases[name] = self._find_base_classes(name)
+        return list(self._bases[name])
+
+    def _find_base_classes(self, name: str) -> list[str]:
         seen: list[str] = []
         queue = deque([name])
         while queue:
@@ -171,12 +178,14 @@ class ProjectIndex:
         return seen
 
     def subclasses(self, name: str) -> list[tuple[FileSummary, ClassSummary]]:
-        found = []
-        for entries in self.classes_by_name.values():
-            for summary, cls in entries:
-                if cls.name != name and name in self.base_classes(cls.name):
-                    found.append((summary, cls))
-        return found
+        """Project classes inheriting from `name`, directly or not, in index order."""
+        if self._subclasses is None:
+            self._subclasses = {}
+            for entries in self.classes_by_name.values():
+                for summary, cls in entries:
+                    for base in self.base_classes(cls.name):
+                        self._subclasses.setdefault(base, []).append((summary, cls))
+        return list(self._subclasses.get(name, []))
 
     # -- call resolution ----------------------------------------------------------------------------
 
@@ -202,7 +211,11 @@ class ProjectIndex:
             return [FunctionRef(target, f) for f in target.functions if f.qualname == name]
         if name in GENERIC_NAMES or call.receiver_class:
             return []
-        candidates = [ref for ref in self.functions_by_name.get(name, []) if ref.function.cls]
+        candidates = [
+            ref
+            for ref in self.functions_by_name.get(name, [])
+            if ref.function.cls and ref.function.cls != function.cls
+        ]
         return self._nearest(file, candidates)
 
     def _class_is_worker_extension(self, ref: FunctionRef) -> bool:
@@ -243,8 +256,7 @@ class ProjectIndex:
         if not candidates:
             return []
         best = max(_shared_prefix(file.module, ref.file.module) for ref in candidates)
-        nearest = [ref for ref in candidates if _shared_prefix(file.module, ref.file.module) == best]
-        return nearest if len(nearest) <= MAX_CANDIDATES else []
+        return [ref for ref in candidates if _shared_prefix(file.module, ref.file.module) == best]
 
     # -- reachability -------------------------------------------------------------------------------
 

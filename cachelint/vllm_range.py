@@ -47,8 +47,8 @@ class SupportedRange:
 
     def describe(self) -> str:
         if not self.releases:
-            return f"no known vLLM release ({self.source})"
-        return f"vLLM {self.oldest}-{self.newest} ({self.source})"
+            return f"no known vLLM release, {self.source}"
+        return f"vLLM {self.oldest} to {self.newest}, {self.source}"
 
 
 def every_release() -> SupportedRange:

@@ -56,13 +56,12 @@ def _releases_between(context: Context, low: Version, high: Version) -> str:
 
 def _judge(event: ResetEvent, gate: Gate, context: Context) -> str | None:
     method = event.method
-    where = " (after the guard clause)" if gate.kind == "guard" else ""
     test = gate.test
     if gate.kind == "kwargs":
         return _judge_keyword(event, gate, context)
     if gate.raw_string:
         return (
-            f"`{method}` is gated on a string comparison of vLLM's version (`{gate.text}`){where}: strings "
+            f"`{method}` is gated on a string comparison of vLLM's version (`{gate.text}`): strings "
             'compare character by character ("0.10.0" < "0.9.0"), so the gate is wrong from vLLM 0.10 on'
         )
     if test.runs_when != NEWER:
@@ -70,27 +69,28 @@ def _judge(event: ResetEvent, gate: Gate, context: Context) -> str | None:
     first = first_release(context.facts, event)
     cls = assumed_class(event)
     owner = cls.short if event.receiver_class else "vLLM's engine"
-    gated = f"`{method}` runs only when {test.describe()} (`{gate.text}`){where}"
+    if gate.kind == "guard":
+        gated = f"`{method}` runs only when {test.describe()} (the guard clause `if {gate.text}:` returns before it)"
+    else:
+        gated = f"`{method}` runs only when {test.describe()} (`{gate.text}`)"
     if first is None:
         return f"{gated}, but {owner} has no `{method}` in any release"
     if gate.else_resets:
         return None
-    supported = context.supported
-    if supported.all_from(first):
-        return (
-            f"{gated}, but every supported release ({supported.describe()}) has it: "
-            "the gate only adds a way for the reset to be skipped"
-        )
     if test.threshold > first:
         skipped = _releases_between(context, first, test.threshold)
-        return f"{gated}, but {owner} has had it since {first}: the gate skips the reset on {skipped}, which has it"
-    if test.threshold < first:
+        message = f"{gated}, but {owner} has had it since {first}: the gate skips the reset on {skipped}, which has it"
+    elif test.threshold < first:
         broken = _releases_between(context, test.threshold, first)
-        return f"{gated}, but {owner} gained it only in {first}: on {broken} the gated call raises AttributeError"
-    return (
-        f"{gated}: a hard-coded release skips the reset on dev, rc and source builds that report a lower "
-        f"version ({first}rc1, 'dev') and on backports; test for the method itself"
-    )
+        message = f"{gated}, but {owner} gained it only in {first}: on {broken} the gated call raises AttributeError"
+    else:
+        message = (
+            f"{gated}: a hard-coded release skips the reset on dev, rc and source builds that report a lower "
+            f"version ({first}rc1, 'dev') and on backports; test for the method itself"
+        )
+    if context.supported.all_from(first):
+        message += f"; every supported release has it ({context.supported.describe()}), so the gate can go"
+    return message
 
 
 def _judge_keyword(event: ResetEvent, gate: Gate, context: Context) -> str | None:

@@ -11,7 +11,7 @@ from cachelint.facts import EngineClass
 from cachelint.finding import Applicability, Finding, Fix
 from cachelint.project import FunctionRef, Reached
 from cachelint.rules.base import Context, Rule, RuleInfo
-from cachelint.rules.events import FULL_CLEAR_SINCE, assumed_class, clears_caches, is_engine_level, style_call
+from cachelint.rules.events import assumed_class, clears_caches, is_engine_level, style_call
 from cachelint.rules.insertions import guarded, insert_after
 from cachelint.summary import FileSummary, ResetEvent
 
@@ -62,8 +62,9 @@ def stale_prefix_resets(context: Context) -> list[StalePrefixReset]:
 
 
 def _find(context: Context) -> Iterator[StalePrefixReset]:
+    """Each flagged prefix reset once, with the shortest chain from any root that reaches it."""
     roots = context.settings.all_refit_functions
-    seen: set[tuple[str, int, int]] = set()
+    shortest: dict[tuple[str, int, int], StalePrefixReset] = {}
     refs = sorted(
         (ref for ref in context.project.functions() if ref.function.name in roots),
         key=lambda ref: (ref.file.path, ref.function.span.line),
@@ -71,9 +72,10 @@ def _find(context: Context) -> Iterator[StalePrefixReset]:
     for root in refs:
         for stale in _check_root(root, context):
             key = (stale.reached.ref.file.path, stale.event.span.line, stale.event.span.col)
-            if key not in seen:
-                seen.add(key)
-                yield stale
+            known = shortest.get(key)
+            if known is None or len(stale.reached.path) < len(known.reached.path):
+                shortest[key] = stale
+    yield from shortest.values()
 
 
 def _check_root(root: FunctionRef, context: Context) -> Iterator[StalePrefixReset]:
@@ -91,17 +93,26 @@ def _check_root(root: FunctionRef, context: Context) -> Iterator[StalePrefixRese
     ]
     if not prefix:
         return
-    supported = context.supported
-    full_clear = supported.all_from(FULL_CLEAR_SINCE) and any(clears_caches(e) for _, e in events)
+    pauses = [event for _, event in events if clears_caches(event)]
+    clears_from = context.facts.first_release("pause_generation", EngineClass.ASYNC_LLM)
+    assert clears_from is not None
+
+    def cleared_implicitly(release: Version) -> bool:
+        """A pause or engine sleep on the path clears every cache from 0.12.0 on (per the facts); a
+        path that calls pause_generation cannot run on earlier releases, which lack it."""
+        if not pauses:
+            return False
+        return release >= clears_from or any(event.method == "pause_generation" for event in pauses)
+
     missing = []
-    if supported.includes_from(MM_RESET_SINCE) and not full_clear and not _resets(events, "reset_mm_cache", context):
-        missing.append("multimodal")
-    if (
-        supported.includes_from(ENCODER_RESET_SINCE)
-        and not full_clear
-        and not _resets(events, "reset_encoder_cache", context)
+    for cache, method, since in (
+        ("multimodal", "reset_mm_cache", MM_RESET_SINCE),
+        ("encoder", "reset_encoder_cache", ENCODER_RESET_SINCE),
     ):
-        missing.append("encoder")
+        if _resets(events, method, context):
+            continue
+        if any(release >= since and not cleared_implicitly(release) for release in context.supported.releases):
+            missing.append(cache)
     if not missing:
         return
     for reached, event in prefix:

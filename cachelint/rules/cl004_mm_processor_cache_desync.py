@@ -28,6 +28,8 @@ class MmProcessorCacheDesync(Rule):
     def check(self, file: FileSummary, context: Context) -> Iterator[Finding]:
         if not context.settings.multimodal or not context.supported.intersects(DESYNC_FROM, DESYNC_FIXED):
             return
+        if file.engine == "other":
+            return
         workarounds = _workarounds(context)
         yield from self._dropped_workarounds(file, context, workarounds)
         if workarounds:

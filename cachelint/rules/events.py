@@ -8,7 +8,6 @@ from cachelint.facts import EngineClass, Facts, Scope
 from cachelint.summary import ResetEvent
 
 ENGINE_LEVEL_CLASSES = (EngineClass.ASYNC_LLM, EngineClass.LLM_ENGINE, EngineClass.LLM)
-FULL_CLEAR_SINCE = Version("0.17.0")
 
 
 def assumed_class(event: ResetEvent) -> EngineClass:
@@ -48,9 +47,22 @@ def is_engine_level(facts: Facts, event: ResetEvent) -> bool:
     return fact is None or fact.scope is Scope.ENGINE
 
 
+def looks_like_engine(event: ResetEvent) -> bool:
+    """A receiver known to be a vLLM engine, or named like one (`self.engine`, `llm`, `engine_client`).
+
+    `sleep` is too common a name to trust otherwise: `asyncio.sleep`, `time.sleep`, a replica's own
+    `sleep()` are not engine sleeps."""
+    if event.receiver_class:
+        return EngineClass(event.receiver_class) in ENGINE_LEVEL_CLASSES
+    last = event.chain[-1].lower() if event.chain else ""
+    return "engine" in last or "llm" in last
+
+
 def clears_caches(event: ResetEvent) -> bool:
     """An engine pause or sleep that clears the caches as a side effect."""
     if event.method not in ("pause_generation", "sleep") or is_worker_side(event):
+        return False
+    if event.method == "sleep" and event.via != "http" and not looks_like_engine(event):
         return False
     if event.via not in ("direct", "alias", "http"):
         return False
