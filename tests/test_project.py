@@ -1,0 +1,71 @@
+"""The project model: summaries survive serialization, and cross-file rules see the whole project."""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+from pathlib import Path
+
+from fixture_cases import FIXTURES
+
+from cachelint.config import Settings
+from cachelint.engine import analyze
+from cachelint.summary import FileSummary, summarize
+
+SERVER = FIXTURES / "CL003" / "verl_080_server_handle_clear_kv_cache"
+
+
+def test_summary_round_trips_through_json() -> None:
+    for path in sorted(FIXTURES.rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        summary = summarize(path.name, text, ast.parse(text))
+        restored = FileSummary.from_json(json.loads(json.dumps(summary.to_json())))
+        assert restored == summary, path
+
+
+def test_checking_one_file_still_indexes_the_project(monkeypatch: object) -> None:
+    server = next(SERVER.rglob("vllm_async_server.py"))
+    old = Path.cwd()
+    os.chdir(SERVER)
+    try:
+        only_server = analyze([server.relative_to(SERVER)], Settings())
+        only_trainer = analyze([next(SERVER.rglob("vllm_rollout.py")).relative_to(SERVER)], Settings())
+    finally:
+        os.chdir(old)
+    assert [f.code for f in only_server.findings] == ["CL003"]
+    assert only_server.files_checked == 1
+    assert "update_weights (vllm_rollout.py" in only_server.findings[0].message
+    assert only_trainer.findings == []
+
+
+def test_summary_records_receivers_gates_and_calls() -> None:
+    text = (
+        "import vllm\n"
+        "from packaging import version as pv\n"
+        "from vllm.v1.engine.async_llm import AsyncLLM\n"
+        "V = pv.parse(vllm.__version__)\n"
+        "class Server:\n"
+        "    def __init__(self, cfg):\n"
+        "        self.engine = AsyncLLM.from_vllm_config(cfg)\n"
+        "    async def clear(self):\n"
+        "        if V >= pv.parse('0.16.0'):\n"
+        "            await self.engine.reset_encoder_cache()\n"
+        "        self.handle.clear_kv_cache.remote()\n"
+    )
+    summary = summarize("server.py", text, ast.parse(text))
+    assert summary.engine == "vllm"
+    clear = summary.function("Server.clear")
+    assert clear is not None and clear.is_async
+    (event,) = clear.resets
+    assert (event.method, event.receiver, event.receiver_class, event.awaited) == (
+        "reset_encoder_cache",
+        "self.engine",
+        "AsyncLLM",
+        True,
+    )
+    (gate,) = event.gates
+    assert (gate.kind, gate.operator, gate.threshold, gate.only_reset, gate.pure) == ("if", ">=", "0.16.0", True, True)
+    assert (event.span.line, event.span.col) == (10, 19)
+    remote = [call for call in clear.calls if call.via == "remote"]
+    assert [(call.name, call.chain) for call in remote] == [("clear_kv_cache", ["self", "handle"])]
