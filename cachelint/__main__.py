@@ -1,3 +1,4 @@
 from cachelint.cli import main
 
-main()
+if __name__ == "__main__":  # not when a spawned pool worker imports this module again
+    main()

@@ -8,12 +8,16 @@ import sys
 from collections.abc import Callable, Sequence
 from functools import wraps
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from cachelint import __version__
 from cachelint.config import OUTPUT_FORMATS, ConfigError, Settings, load_settings
+from cachelint.finding import Finding
+
+if TYPE_CHECKING:
+    from cachelint.engine import Analysis
 
 EXIT_CLEAN = 0
 EXIT_FINDINGS = 1
@@ -60,8 +64,12 @@ def resolve_settings(
     isolated: bool,
     overrides: dict[str, Any],
 ) -> Settings:
+    if config is not None and isolated:
+        raise ConfigError("--config and --isolated cannot be used together")
     start = paths[0] if paths else Path.cwd()
-    settings = load_settings(start if start.exists() else Path.cwd(), config, isolated)
+    while not start.exists() and start != start.parent:  # e.g. a --stdin-filename that is not on disk
+        start = start.parent
+    settings = load_settings(start, config, isolated)
     changes = {key: value for key, value in overrides.items() if value is not None}
     if "vllm" in changes:
         from cachelint.vllm_range import from_specifier
@@ -73,8 +81,35 @@ def resolve_settings(
     return dataclasses.replace(settings, **changes)
 
 
+def read_stdin(paths: Sequence[Path], stdin_filename: Path | None) -> tuple[Path, bytes] | None:
+    """The path to report and the source, when the source comes from stdin (`-` or --stdin-filename)."""
+    if stdin_filename is None and Path("-") not in paths:
+        return None
+    for path in paths:
+        if path != Path("-"):
+            click.echo(f"cachelint: warning: ignoring {path}: the source is read from stdin", err=True)
+    path = stdin_filename or Path("-")
+    if path.is_dir():
+        raise ConfigError(f"--stdin-filename {path}: is a folder, expected a file name")
+    return path, sys.stdin.buffer.read()
+
+
+def run_add_noqa(analysis: Analysis, quiet: bool) -> int:
+    from cachelint.baseline import add_noqa
+
+    outcome = add_noqa(analysis)
+    for message in outcome.warnings:
+        click.echo(f"cachelint: warning: {message}", err=True)
+    for message in outcome.errors:
+        click.echo(f"cachelint: error: {message}", err=True)
+    if not quiet:
+        noun = "directive" if outcome.added == 1 else "directives"
+        click.echo(f"Added {outcome.added} noqa {noun}.", err=True)
+    return EXIT_ERROR if outcome.errors else EXIT_CLEAN
+
+
 def use_color(no_color: bool) -> bool:
-    if no_color or "NO_COLOR" in os.environ:
+    if no_color or os.environ.get("NO_COLOR"):  # https://no-color.org: set and not empty
         return False
     if os.environ.get("FORCE_COLOR"):
         return True
@@ -97,12 +132,24 @@ def main() -> None:
 @click.option("--ignore", help="Comma-separated rule codes or prefixes to disable.")
 @click.option("--config", type=click.Path(path_type=Path), help="Use this config file.")
 @click.option("--isolated", is_flag=True, help="Ignore all config files.")
+@click.option("--no-cache", is_flag=True, help="Neither read nor write the cache (`cachelint clean` removes it).")
 @click.option("--force-exclude", is_flag=True, help="Apply excludes even to paths named on the command line.")
 @click.option("--no-color", is_flag=True, help="Never colour the output.")
 @click.option("-q", "--quiet", is_flag=True, help="Print findings only, no summary.")
 @click.option("--statistics", is_flag=True, help="Count findings per rule instead of listing them.")
 @click.option("--show-fixes", is_flag=True, help="Show each fix as a diff under its finding.")
+@click.option("--fix", is_flag=True, help="Apply safe fixes.")
+@click.option("--unsafe-fixes", is_flag=True, help="Also apply (or, without --fix, count as fixable) unsafe fixes.")
+@click.option("--diff", "show_diff", is_flag=True, help="Print the diff --fix would make; write nothing.")
+@click.option("--fix-only", is_flag=True, help="Apply fixes and report nothing else.")
+@click.option("--exit-non-zero-on-fix", is_flag=True, help="Exit 1 when any fix was applied.")
 @click.option("--show-settings", is_flag=True, help="Print the resolved settings and exit.")
+@click.option(
+    "--stdin-filename",
+    type=click.Path(path_type=Path),
+    help="Read the source from stdin and check it as if it were this file (`-` as a path reads stdin too).",
+)
+@click.option("--add-noqa", is_flag=True, help="Add `# noqa: CODES` to every line with a finding (baseline).")
 @handles_errors
 def check(
     paths: tuple[Path, ...],
@@ -114,18 +161,31 @@ def check(
     ignore: str | None,
     config: Path | None,
     isolated: bool,
+    no_cache: bool,
     force_exclude: bool,
     no_color: bool,
     quiet: bool,
     statistics: bool,
     show_fixes: bool,
+    fix: bool,
+    unsafe_fixes: bool,
+    show_diff: bool,
+    fix_only: bool,
+    exit_non_zero_on_fix: bool,
     show_settings: bool,
+    stdin_filename: Path | None,
+    add_noqa: bool,
 ) -> None:
     """Check PATHS (default: the current folder) for cache-reset bugs."""
+    import gc
+
+    gc.disable()  # this process ends after one analysis, which makes no garbage cycles worth collecting
     from cachelint.engine import analyze
     from cachelint.output import ReportContext, render
 
-    targets = list(paths) or [Path()]
+    stdin = read_stdin(paths, stdin_filename)
+    targets = [stdin[0]] if stdin else list(paths) or [Path()]
+    overlay = {Path(os.path.abspath(stdin[0])): stdin[1]} if stdin else None
     overrides = {
         "vllm": vllm,
         "select": _codes(select),
@@ -139,18 +199,82 @@ def check(
 
         click.echo(json.dumps(settings.to_display(), indent=2, sort_keys=True))
         return
-    analysis = analyze(targets, settings, force_exclude=force_exclude)
+    writes = [flag for flag, given in (("--fix", fix), ("--fix-only", fix_only), ("--diff", show_diff)) if given]
+    if stdin and (writes or add_noqa):
+        fail(f"{(writes or ['--add-noqa'])[0]} cannot be used with source read from stdin")
+    if add_noqa:
+        if writes:
+            fail(f"--add-noqa cannot be used with {writes[0]}")
+        sys.exit(run_add_noqa(analyze(targets, settings, force_exclude=force_exclude), quiet))
+    fixed = 0
+    if fix or fix_only or show_diff:
+        from cachelint.fixes import fix_to_fixed_point, unified_diff, write_changes
+
+        outcome = fix_to_fixed_point(targets, settings, unsafe_fixes, force_exclude)
+        for message in outcome.errors:
+            click.echo(f"cachelint: warning: {message}", err=True)
+        if show_diff:
+            for file in outcome.changed:
+                click.echo(unified_diff(file), nl=False)
+            if not quiet:
+                noun = "problem" if outcome.fixed == 1 else "problems"
+                click.echo(f"Would fix {outcome.fixed} {noun}.", err=True)
+            sys.exit(EXIT_FINDINGS if outcome.changed else EXIT_CLEAN)
+        write_errors = write_changes(outcome)
+        for message in write_errors:
+            click.echo(f"cachelint: error: {message}", err=True)
+        analysis, fixed = outcome.analysis, outcome.fixed
+        if write_errors:
+            before = len(analysis.findings) + fixed
+            analysis = analyze(targets, settings, force_exclude=force_exclude)
+            fixed = max(0, before - len(analysis.findings))
+        if fix_only:
+            if not quiet:
+                click.echo(f"Fixed {fixed} {'problem' if fixed == 1 else 'problems'}.")
+            sys.exit(EXIT_FINDINGS if (exit_non_zero_on_fix and fixed) or write_errors else EXIT_CLEAN)
+    else:
+        from cachelint.progress import progress_bar
+
+        with progress_bar(settings.output_format, quiet, no_color) as progress:
+            analysis = analyze(
+                targets,
+                settings,
+                force_exclude=force_exclude,
+                overlay=overlay,
+                progress=progress,
+                use_cache=not no_cache,
+            )
+        for warning in analysis.warnings:
+            click.echo(f"cachelint: warning: {warning}", err=True)
     context = ReportContext(
-        root=analysis.root,
+        root=report_root(analysis.root),
         sources={path: source.text for path, source in analysis.sources.items()},
         color=use_color(no_color),
         show_fixes=show_fixes,
         files_checked=analysis.files_checked,
+        fixed_count=fixed,
+        unsafe_fixable_hidden=0 if unsafe_fixes else _unsafe_fixable(analysis.findings),
         statistics=statistics,
         quiet=quiet,
+        unsafe_fixes=unsafe_fixes,
     )
     render(analysis.findings, settings.output_format, sys.stdout, context)
-    sys.exit(EXIT_FINDINGS if analysis.findings and not exit_zero else EXIT_CLEAN)
+    failed = bool(analysis.findings) and not exit_zero
+    sys.exit(EXIT_FINDINGS if failed or (exit_non_zero_on_fix and fixed) else EXIT_CLEAN)
+
+
+def report_root(project_root: Path) -> Path:
+    """Paths in SARIF and GitHub annotations are relative to the repository holding the project."""
+    for folder in (project_root, *project_root.resolve().parents):
+        if (folder / ".git").exists():
+            return folder
+    return project_root
+
+
+def _unsafe_fixable(findings: Sequence[Finding]) -> int:
+    from cachelint.finding import Applicability
+
+    return sum(1 for f in findings if f.fix is not None and f.fix.edits and f.fix.applicability is Applicability.UNSAFE)
 
 
 @main.command()
@@ -162,14 +286,38 @@ def rule(code: str) -> None:
     from rich.markdown import Markdown
 
     from cachelint.docs import load_page
-    from cachelint.rules import rule_by_code
 
-    found = rule_by_code(code)
-    page = load_page(found.info.code) if found else None
-    if found is None or page is None:
+    page = load_page(code)  # a code: no need to import the rules
+    if page is None:
+        from cachelint.rules import rule_by_code
+
+        found = rule_by_code(code)
+        page = load_page(found.info.code) if found else None
+    if page is None:
         fail(f"unknown rule {code!r} (see `cachelint rules`)")
         return
     Console(no_color=not use_color(False)).print(Markdown(page.text))
+
+
+@main.command()
+@click.argument("path", required=False, type=click.Path(path_type=Path))
+@click.option("--config", type=click.Path(path_type=Path), help="Use this config file.")
+@click.option("--isolated", is_flag=True, help="Ignore all config files.")
+@handles_errors
+def clean(path: Path | None, config: Path | None, isolated: bool) -> None:
+    """Remove the cache of the project holding PATH (default: the current folder)."""
+    from cachelint.cache import CacheError, cache_folder, remove_cache
+    from cachelint.vllm_range import find_project_root
+
+    start = path or Path()
+    settings = resolve_settings([start], config, isolated, {})
+    folder = cache_folder(settings, find_project_root(start))
+    try:
+        removed = remove_cache(folder)
+    except (CacheError, OSError) as error:
+        fail(str(error))
+        return
+    click.echo(f"Removed {folder}" if removed else f"No cache to remove at {folder}")
 
 
 @main.command(name="rules")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import hashlib
 import json
 from collections.abc import Callable, Mapping
@@ -39,7 +40,8 @@ DEFAULT_REFIT_FUNCTIONS = (
 
 OUTPUT_FORMATS = ("full", "concise", "json", "json-lines", "sarif", "github")
 
-CONFIG_FILE_NAMES = ("pyproject.toml", "cachelint.toml", ".cachelint.toml")
+# Looked for in each folder in this order (ruff's: the dedicated files win over pyproject.toml).
+CONFIG_FILE_NAMES = (".cachelint.toml", "cachelint.toml", "pyproject.toml")
 
 
 class ConfigError(Exception):
@@ -151,10 +153,10 @@ _KEYS: dict[str, tuple[str, _Converter, str]] = {
 def settings_from_table(table: Mapping[str, Any], origin: str, base: Settings | None = None) -> Settings:
     """Validate a [tool.cachelint] table; raise ConfigError naming origin, key and expectation."""
     values: dict[str, Any] = {}
+    dedicated = not origin.endswith("pyproject.toml")
     for key, value in table.items():
         if key not in _KEYS:
-            known = ", ".join(sorted(_KEYS))
-            raise ConfigError(f"{origin}: unknown key `{key}` in [tool.cachelint] (known keys: {known})")
+            raise ConfigError(_unknown_key_message(origin, key, dedicated))
         field_name, convert, expected = _KEYS[key]
         converted = convert(value)
         if converted is None:
@@ -166,8 +168,20 @@ def settings_from_table(table: Mapping[str, Any], origin: str, base: Settings | 
         try:
             from_specifier(values["vllm"], origin)
         except ValueError as error:
-            raise ConfigError(f"{origin}: `vllm`: {error}") from error
+            expected = _KEYS["vllm"][2]
+            raise ConfigError(f"{origin}: `vllm` must be {expected}, got {values['vllm']!r}") from error
     return dataclasses.replace(base or Settings(), **values, config_path=origin)
+
+
+def _unknown_key_message(origin: str, key: str, dedicated: bool) -> str:
+    where = "at the top level" if dedicated else "in [tool.cachelint]"
+    message = f"{origin}: unknown key `{key}` {where}"
+    if dedicated and key == "tool":
+        return f"{message} ({Path(origin).name} takes the settings at the top level, without [tool.cachelint])"
+    close = difflib.get_close_matches(key, _KEYS, n=1)
+    if close:
+        return f"{message}; did you mean `{close[0]}`?"
+    return f"{message} (known keys: {', '.join(sorted(_KEYS))})"
 
 
 def read_config_table(path: Path) -> dict[str, Any] | None:

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import os
+import re
 from collections.abc import Iterable, Iterator
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,6 +41,7 @@ DEFAULT_EXCLUDES = (
     ".cachelint_cache",
 )
 PYTHON_SUFFIXES = (".py", ".pyi")
+_PLAIN_NAME = re.compile(r"(?!\.+$)[\w.-]+", re.ASCII)
 
 
 class MissingPathError(Exception):
@@ -53,14 +57,40 @@ class Excludes:
     def build(cls, root: Path, patterns: Iterable[str]) -> Excludes:
         return cls(root, pathspec.GitIgnoreSpec.from_lines([*DEFAULT_EXCLUDES, *patterns]))
 
+    @functools.cached_property
+    def resolved_root(self) -> Path:
+        return self.root.resolve()
+
     def matches(self, path: Path) -> bool:
+        return self.matches_resolved(path.resolve(), path.is_dir())
+
+    def matches_resolved(self, path: Path, is_dir: bool) -> bool:
+        """`matches` for an absolute path whose folders are resolved, as a folder walk yields them."""
         try:
-            relative = path.resolve().relative_to(self.root.resolve()).as_posix()
+            relative = path.relative_to(self.resolved_root).as_posix()
         except ValueError:
             relative = path.name
-        if path.is_dir():
-            relative += "/"
-        return self.patterns.match_file(relative)
+        return self.matches_relative(relative, is_dir)
+
+    def matches_relative(self, relative: str, is_dir: bool) -> bool:
+        """`matches` for a path given relative to the root, with "/" separators."""
+        if self.plain_names is not None:
+            return not self.plain_names.isdisjoint(relative.split("/"))
+        return self.patterns.match_file(relative + "/" if is_dir else relative)
+
+    @functools.cached_property
+    def plain_names(self) -> frozenset[str] | None:
+        """When every pattern is a plain name (as the defaults are), those names: a path matches when
+        one of its parts is one of them. None when any pattern is more than a name."""
+        names = set()
+        for pattern in self.patterns.patterns:
+            text = getattr(pattern, "pattern", None)
+            if pattern.include is None:  # a blank line or a comment
+                continue
+            if not pattern.include or not isinstance(text, str) or not _PLAIN_NAME.fullmatch(text):
+                return None
+            names.add(text)
+        return frozenset(names)
 
 
 def _gitignore(folder: Path) -> pathspec.GitIgnoreSpec | None:
@@ -100,31 +130,64 @@ def walk_python_files(folder: Path, excludes: Excludes) -> Iterator[Path]:
 
     Paths are yielded under `folder` as given (relative stays relative)."""
     root = folder.resolve()
-    specs = _parent_gitignores(root)
+    # A folder named explicitly is walked even when it, or a folder above it, is excluded or
+    # git-ignored (as ruff and ripgrep do: `check build/`, a git-ignored pyenv or venv): then only
+    # what matches below it is skipped.
+    if excludes.matches_resolved(root, True):
+        excludes = Excludes(root, excludes.patterns)
+    specs = [item for item in _parent_gitignores(root) if not _ignored_by_git(root, [item], True)]
+    root_text = os.fspath(root)
+    excludes_root = os.fspath(excludes.resolved_root)
+    # Paths as strings below: this loop runs for every file of the project, and pathlib is slow.
     for current, dirs, files in os.walk(root, followlinks=False):
-        current_path = Path(current)
-        spec = _gitignore(current_path)
+        spec = _gitignore(Path(current))
         if spec is not None:
-            specs.append((current_path, spec))
-        kept = []
-        for name in sorted(dirs):
-            child = current_path / name
-            if child.is_symlink() or excludes.matches(child) or _ignored_by_git(child, specs, True):
-                continue
-            kept.append(name)
-        dirs[:] = kept
+            specs.append((Path(current), spec))
+        ignores = [(prefix, spec) for base, spec in specs if (prefix := _prefix(current, os.fspath(base))) is not None]
+        level = (_prefix(current, excludes_root), excludes, ignores)
+        dirs[:] = [
+            name for name in sorted(dirs) if not Path(current, name).is_symlink() and not _skipped(name, True, level)
+        ]
+        below = _prefix(current, root_text) or ""
         for name in sorted(files):
-            child = current_path / name
-            if not name.endswith(PYTHON_SUFFIXES) or excludes.matches(child):
-                continue
-            if not _ignored_by_git(child, specs, False):
-                yield folder / child.relative_to(root)
+            if name.endswith(PYTHON_SUFFIXES) and not _skipped(name, False, level):
+                yield folder / f"{below}{name}"
 
 
-def discover(paths: Iterable[Path], excludes: Excludes, force_exclude: bool = False) -> list[Path]:
-    """Files to check. Files named directly are kept unless `force_exclude`; a missing path raises."""
+_Level = tuple[str | None, Excludes, list[tuple[str, pathspec.GitIgnoreSpec]]]
+
+
+def _skipped(name: str, is_dir: bool, level: _Level) -> bool:
+    """Whether the entry `name` of a walked folder is excluded or git-ignored; `level` holds the folder
+    relative to the excludes' root and to each .gitignore's folder (see `_prefix`)."""
+    excluded_prefix, excludes, ignores = level
+    if excludes.matches_relative(name if excluded_prefix is None else excluded_prefix + name, is_dir):
+        return True
+    return any(spec.match_file(prefix + name + ("/" if is_dir else "")) for prefix, spec in ignores)
+
+
+def _prefix(folder: str, base: str) -> str | None:
+    """`folder` below `base` (both absolute and normal) with "/" separators and a final "/"; "" when
+    they are the same, None when `folder` is not below `base`."""
+    if folder == base:
+        return ""
+    head = base if base.endswith(os.sep) else base + os.sep
+    if not folder.startswith(head):
+        return None
+    return folder[len(head) :].replace(os.sep, "/") + "/"
+
+
+def discover(
+    paths: Iterable[Path], excludes: Excludes, force_exclude: bool = False, virtual: AbstractSet[Path] = frozenset()
+) -> list[Path]:
+    """Files to check. Files named directly are kept unless `force_exclude`; a missing path raises
+    unless its absolute form is in `virtual` (its source comes from elsewhere, e.g. stdin)."""
     found: dict[Path, None] = {}
     for path in paths:
+        if Path(os.path.abspath(path)) in virtual:
+            if not force_exclude or not excludes.matches(path):
+                found[path] = None
+            continue
         if not path.exists() and not path.is_symlink():
             raise MissingPathError(f"{path}: No such file or directory")
         if path.is_dir():

@@ -12,7 +12,7 @@ _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 def source_lines(text: str) -> list[str]:
     """The lines of `text` without their line breaks; a trailing line break opens no extra line."""
-    lines = _LINE_BREAK.split(text)
+    lines = text.split("\n") if "\r" not in text else _LINE_BREAK.split(text)  # the same, faster
     if len(lines) > 1 and lines[-1] == "":
         lines.pop()
     return lines

@@ -2,25 +2,32 @@
 
 from __future__ import annotations
 
+import functools
+import gc
+import json
 import os
 import re
-from collections.abc import Iterable, Sequence
+import warnings
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pathspec
 
+from cachelint import parallel
+from cachelint.cache import Cache, FileRecord, plain
 from cachelint.config import Settings
 from cachelint.discovery import Excludes, discover, walk_python_files
-from cachelint.facts import load_facts
 from cachelint.finding import INTERNAL_ERROR, INVALID_SYNTAX, IO_ERROR, Finding, Span
-from cachelint.project import GENERIC_NAMES, ProjectIndex
-from cachelint.rules import ALL_RULES, Context, Rule
-from cachelint.rules.cl100_unused_suppression import UnusedSuppression
-from cachelint.source import SourceError, SourceFile, decode_source, parse_python
+from cachelint.source import SourceError, SourceFile, check_syntax, decode_source, parse_python
 from cachelint.summary import FileSummary, module_name_for, summarize
-from cachelint.suppress import UNUSED_SUPPRESSION_CODE, apply, parse_suppressions
 from cachelint.vllm_range import SupportedRange, find_project_root, from_specifier, read_supported_range
+
+if TYPE_CHECKING:  # the rest is imported when the findings are not in the cache
+    from cachelint.project import ProjectIndex
+    from cachelint.rules import Context, Rule
 
 # Bytes that any file the rules or the call graph can use must contain.
 TRIGGER_WORDS = (
@@ -43,30 +50,53 @@ TRIGGER_WORDS = (
     b"refit",
     b"load_states",
     b"reload_weights",
+    # engine coroutines with no cache effect (CL005): only judged on receivers built or annotated as these
+    b"AsyncLLM",
+    b"EngineClient",
 )
 
 
+# A word after `def `, overlapping matches included (`undef foo` holds `def foo`).
+_DEFINED_WORD = re.compile(rb"def (?=(\w+))")
+
+
+def trigger_words(extra: Iterable[bytes] = ()) -> tuple[bytes, ...]:
+    """TRIGGER_WORDS and the `extra` words that hold none of them (a file holding such a word holds the
+    trigger word inside it anyway)."""
+    return TRIGGER_WORDS + tuple(w for w in dict.fromkeys(extra) if not any(t in w for t in TRIGGER_WORDS))
+
+
 def has_trigger(raw: bytes, extra: Iterable[bytes] = ()) -> bool:
-    return any(word in raw for word in TRIGGER_WORDS) or any(word in raw for word in extra)
+    return any(word in raw for word in trigger_words(extra))
 
 
 def display_path(path: Path) -> str:
     """`path` relative to the working directory when below it, else absolute; POSIX separators."""
-    absolute = Path(os.path.abspath(path))
-    try:
-        return absolute.relative_to(Path.cwd()).as_posix()
-    except ValueError:
-        return absolute.as_posix()
+    absolute = os.path.abspath(path)
+    return _below(absolute, str(Path.cwd())) or Path(absolute).as_posix()
+
+
+def _below(path: str, folder: str) -> str | None:
+    """`path` relative to `folder` (both absolute and normal) with "/" separators, "." for `folder`
+    itself; None when `path` is not below it. What `Path.relative_to` does, ten times faster."""
+    if path == folder:
+        return "."
+    head = folder if folder.endswith(os.sep) else folder + os.sep
+    return path[len(head) :].replace(os.sep, "/") if path.startswith(head) else None
 
 
 @dataclass
 class LoadedFile:
     path: Path
     display: str
-    source: SourceFile | None = None
+    source: SourceFile | None = None  # decoded for targets only
     raw: bytes = b""
     summary: FileSummary | None = None
     error: Finding | None = None
+    module: str = ""
+    target: bool = False
+    record: FileRecord | None = None  # what is known about `raw`, from the cache or this run
+    cache_key: str = ""
 
 
 @dataclass
@@ -77,92 +107,273 @@ class Analysis:
     supported: SupportedRange
     root: Path
     targets: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # for stderr: e.g. why the cache was not used
 
 
 def syntax_error_finding(display: str, error: SourceError) -> Finding:
     return Finding(display, error.span, INVALID_SYNTAX, INVALID_SYNTAX, error.message)
 
 
-def internal_error_finding(display: str, error: BaseException) -> Finding:
-    message = f"cachelint failed on this file: {type(error).__name__}: {error}"
+def internal_error_finding(display: str, error: BaseException | str) -> Finding:
+    described = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
+    message = f"cachelint failed on this file: {described}"
     return Finding(display, Span(1, 1, 1, 1), INTERNAL_ERROR, INTERNAL_ERROR, message)
+
+
+# What a worker is asked: the file's bytes (or its text, once decoded), its module name, the version
+# helpers, whether to summarize it (else only check its syntax) and whether to encode the summary for
+# the cache; and what it answers: the syntax as FileRecord keeps it, the summary and its JSON, or why
+# summarizing failed.
+Task = tuple["bytes | str", str, tuple[str, ...], bool, bool]
+Outcome = tuple["str | tuple[str, int, int]", "FileSummary | None", "str | None", "str | None"]
+
+
+def examine_files(tasks: list[Task]) -> list[Outcome]:
+    """The per-file work, run in this process or in a pool worker."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # SyntaxWarnings and the like concern the file's own checks
+        return [examine_file(*task) for task in tasks]
+
+
+def examine_file(
+    source: bytes | str, module: str, helpers: tuple[str, ...], want_summary: bool, encode: bool
+) -> Outcome:
+    try:
+        text = decode_source(source).text if isinstance(source, bytes) else source
+        if not want_summary:
+            check_syntax(text)
+            return "ok", None, None, None
+        tree = parse_python(text)
+    except SourceError as error:
+        return (error.message, error.line, error.col), None, None, None
+    try:
+        summary = summarize("", text, tree, helpers, module)
+    except RecursionError:
+        return ("too deeply nested to analyse", 1, 1), None, None, None
+    except Exception as error:  # one odd file must not stop the run
+        return "ok", None, None, f"{type(error).__name__}: {error}"
+    return "ok", summary, json.dumps(summary, default=plain) if encode else None, None
 
 
 class Analyzer:
     """One run over one project root."""
 
-    def __init__(self, settings: Settings, root: Path, rules: Sequence[Rule] = ALL_RULES) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        root: Path,
+        rules: Sequence[Rule] | None = None,
+        overlay: Mapping[Path, bytes] | None = None,
+        cache: Cache | None = None,
+        workers: int | None = None,
+    ) -> None:
+        self.overlay = overlay or {}
         self.settings = settings
         self.root = root
-        self.rules = [rule for rule in rules if settings.is_enabled(rule.info.code) and rule.info.code != "CL100"]
+        self._rules = rules
         self.loaded: dict[Path, LoadedFile] = {}
-        self.refit_words = tuple(name.encode() for name in settings.all_refit_functions)
+        self.trigger_words = trigger_words(name.encode() for name in settings.all_refit_functions)
         self.root_folder = root if root.is_dir() else root.parent
+        self.cache = cache
+        self.workers = parallel.Workers(workers)
+        self._progress: Callable[[int, int], None] | None = None
+        self._finished: set[str] = set()
+        self._defined_sets: dict[str, frozenset[str]] = {}
+        self._absolute_root = Path(os.path.abspath(root))
+        self._root_text = os.fspath(self._absolute_root)
+        self._cwd_text = str(Path.cwd())
+        self._by_absolute: dict[str, LoadedFile] = {}
 
-    def load(self, path: Path, parse_always: bool) -> LoadedFile:
-        key = Path(os.path.abspath(path))
-        if key in self.loaded:
-            return self.loaded[key]
-        loaded = LoadedFile(path, display_path(path))
+    @functools.cached_property
+    def rules(self) -> list[Rule]:
+        """The enabled rules (all of them by default) but CL100, which `apply_suppressions` reports."""
+        if self._rules is None:
+            from cachelint.rules import ALL_RULES
+
+            self._rules = ALL_RULES
+        return [rule for rule in self._rules if self.settings.is_enabled(rule.info.code) and rule.info.code != "CL100"]
+
+    def read(self, path: Path, target: bool = False) -> LoadedFile:
+        """The file's bytes; what they hold is filled in by `examine`."""
+        absolute = os.path.abspath(path)
+        loaded = self._by_absolute.get(absolute)
+        if loaded is not None:
+            loaded.target = loaded.target or target
+            return loaded
+        display = _below(absolute, self._cwd_text) or Path(absolute).as_posix()
+        relative = _below(absolute, self._root_text)
+        module = module_name_for(relative if relative is not None else Path(absolute).name)
+        loaded = LoadedFile(path, display, module=module, target=target)
+        key = Path(absolute)
         self.loaded[key] = loaded
+        self._by_absolute[absolute] = loaded
         try:
-            raw = path.read_bytes()
+            loaded.raw = self.overlay[key] if key in self.overlay else path.read_bytes()
         except OSError as error:
             message = f"cannot read file: {error.strerror or error}"
             loaded.error = Finding(loaded.display, Span(1, 1, 1, 1), IO_ERROR, IO_ERROR, message)
             return loaded
-        loaded.raw = raw
-        try:
-            loaded.source = decode_source(raw)
-        except SourceError as error:
-            loaded.error = syntax_error_finding(loaded.display, error)
-            return loaded
-        if not has_trigger(raw, self.refit_words) and not parse_always:
-            return loaded
-        self._summarize(loaded)
+        if self.cache is not None:
+            loaded.cache_key = self.cache.key(loaded.raw, loaded.module)
         return loaded
 
-    def _summarize(self, loaded: LoadedFile) -> None:
-        assert loaded.source is not None
-        text = loaded.source.text
-        try:
-            tree = parse_python(text)
-        except SourceError as error:
-            loaded.error = syntax_error_finding(loaded.display, error)
-            return
-        try:
-            loaded.summary = summarize(
-                loaded.display, text, tree, self.settings.version_helpers, self._module_name(loaded.path)
-            )
-        except RecursionError:
-            loaded.error = syntax_error_finding(loaded.display, SourceError("too deeply nested to analyse"))
-        except Exception as error:  # one odd file must not stop the run
-            loaded.error = internal_error_finding(loaded.display, error)
+    def examine(self, progress: Callable[[int, int], None] | None = None) -> None:
+        """Decode the targets; summarize the files holding a trigger word. `progress(done, total)` is
+        told as files are done with, through `load_on_demand` and `check_syntax`."""
+        files = list(self.loaded.values())
+        self._progress = progress
+        known = self.cache.get_many(f.cache_key for f in files if f.cache_key) if self.cache is not None else {}
+        self.decode_targets()
+        wanted: list[tuple[LoadedFile, bool]] = []
+        for loaded in files:
+            if loaded.error is not None:
+                self._finished.add(loaded.display)
+                continue
+            loaded.record = known.get(loaded.cache_key)
+            if loaded.record is None:
+                loaded.record = FileRecord(any(word in loaded.raw for word in self.trigger_words))
+                self._remember(loaded)
+            if loaded.record.trigger:
+                wanted.append((loaded, True))
+            elif not loaded.target:
+                self._finished.add(loaded.display)
+        self._fulfil(wanted)
 
-    def _module_name(self, path: Path) -> str:
+    def decode_targets(self) -> None:
+        for loaded in self.loaded.values():
+            if loaded.target and loaded.error is None and loaded.source is None:
+                try:
+                    loaded.source = decode_source(loaded.raw)
+                except SourceError as error:
+                    loaded.error = syntax_error_finding(loaded.display, error)
+
+    def run_key(self, targets: list[LoadedFile], project: list[LoadedFile], supported: SupportedRange) -> str | None:
+        """What the findings of this run depend on beyond settings and code: every file's path and
+        bytes (and module name), the project root and the supported vLLM releases. None without a
+        cache, or when a file could not be read."""
+        if self.cache is None or not all(loaded.cache_key for loaded in (*targets, *project)):
+            return None
+        inputs = {
+            "root": str(self._absolute_root),
+            "supported": [[str(version) for version in supported.releases], supported.source],
+            "targets": [[loaded.display, loaded.cache_key] for loaded in targets],
+            "project": [[loaded.display, loaded.cache_key] for loaded in project],
+        }
+        return self.cache.run_key(json.dumps(inputs))
+
+    def stored_findings(self, run_key: str | None, progress: Callable[[int, int], None] | None) -> list[Finding] | None:
+        """The findings a run with the same inputs stored, if any (the targets get decoded for the
+        report)."""
+        if self.cache is None or run_key is None:
+            return None
+        stored = self.cache.get_run(run_key, [loaded.cache_key for loaded in self.loaded.values()])
+        if stored is None:
+            return None
         try:
-            relative = Path(os.path.abspath(path)).relative_to(Path(os.path.abspath(self.root)))
-        except ValueError:
-            relative = Path(path.name)
-        return module_name_for(relative.as_posix())
+            findings = [Finding.from_json(item) for item in stored]
+        except (KeyError, TypeError, ValueError, AttributeError):
+            self.cache.note_corrupt_entry()
+            return None
+        self.decode_targets()
+        if progress is not None:
+            progress(len(self.loaded), len(self.loaded))
+        return findings
 
-    def syntax_check(self, loaded: LoadedFile) -> None:
-        """Files the rules skip still get an invalid-syntax diagnostic when CPython rejects them."""
-        if loaded.summary is None and loaded.error is None and loaded.source is not None:
-            try:
-                parse_python(loaded.source.text)
-            except SourceError as error:
-                loaded.error = syntax_error_finding(loaded.display, error)
+    def store_findings(self, run_key: str | None, findings: list[Finding]) -> None:
+        if self.cache is not None and run_key is not None:
+            self.cache.put_run(run_key, [finding.to_json() for finding in findings])
 
-    def project_files(self, targets: Sequence[Path]) -> list[Path]:
+    def check_syntax(self) -> None:
+        """Parse the targets no rule needed: they still get an invalid-syntax diagnostic when CPython
+        rejects them."""
+        self._fulfil(
+            [
+                (loaded, False)
+                for loaded in self.loaded.values()
+                if loaded.target and loaded.record is not None and loaded.summary is None and loaded.error is None
+            ]
+        )
+
+    def _fulfil(self, requests: Sequence[tuple[LoadedFile, bool]]) -> None:
+        """Give each file its summary (when asked for) or its syntax verdict, from its record when it
+        holds them, else by parsing: over a process pool when there is enough to parse."""
+        work: list[tuple[LoadedFile, bool]] = []
+        for loaded, want_summary in requests:
+            record = loaded.record
+            assert record is not None
+            if isinstance(record.syntax, tuple):
+                loaded.error = syntax_error_finding(loaded.display, SourceError(*record.syntax))
+            elif want_summary and record.summary is not None and self._take_summary(loaded, record.summary):
+                pass
+            elif want_summary or record.syntax is None:
+                if record.summary is not None and self.cache is not None:
+                    self.cache.note_corrupt_entry()
+                record.summary = None
+                work.append((loaded, want_summary))
+                continue
+            self._finished.add(loaded.display)
+        self._report_progress()
+        helpers = self.settings.version_helpers
+        encode = self.cache is not None
+        tasks: list[Task] = [
+            (loaded.source.text if loaded.source else loaded.raw, loaded.module, helpers, want, encode)
+            for loaded, want in work
+        ]
+
+        def done(indexes: list[int]) -> None:
+            self._finished.update(work[index][0].display for index in indexes)
+            self._report_progress()
+
+        outcomes = self.workers.map(examine_files, tasks, [len(loaded.raw) for loaded, _ in work], done)
+        for (loaded, _), (syntax, summary, encoded, failure) in zip(work, outcomes, strict=True):
+            record = loaded.record
+            assert record is not None
+            record.syntax = syntax
+            record.summary = encoded
+            if failure is not None:
+                loaded.error = internal_error_finding(loaded.display, failure)
+            elif isinstance(syntax, tuple):
+                loaded.error = syntax_error_finding(loaded.display, SourceError(*syntax))
+            elif summary is not None:
+                summary.path = loaded.display
+                loaded.summary = summary
+            self._remember(loaded)
+
+    def _report_progress(self) -> None:
+        if self._progress is not None:
+            self._progress(len(self._finished), len(self.loaded))
+
+    def _take_summary(self, loaded: LoadedFile, text: str) -> bool:
+        try:
+            summary = FileSummary.from_json(json.loads(text))
+        except (KeyError, TypeError, ValueError, AttributeError):
+            return False
+        summary.path = loaded.display
+        loaded.summary = summary
+        return True
+
+    def _remember(self, loaded: LoadedFile) -> None:
+        if self.cache is not None and loaded.cache_key and loaded.record is not None:
+            self.cache.put(loaded.cache_key, loaded.record)
+
+    def project_files(self, targets: Sequence[Path], walked: Sequence[Path] | None = None) -> list[Path]:
+        """The files of the project and the targets; `walked`: the root folder's files, when the
+        targets came from walking it."""
         if self.root.is_file():
             return [self.root]
-        excludes = Excludes.build(self.root, (*self.settings.exclude, *self.settings.extend_exclude))
-        return [*walk_python_files(self.root, excludes), *targets]
+        if walked is None:
+            excludes = Excludes.build(self.root, (*self.settings.exclude, *self.settings.extend_exclude))
+            walked = list(walk_python_files(self.root, excludes))
+        return [*walked, *targets]
 
     def load_on_demand(self, index_files: list[LoadedFile], unparsed: list[Path]) -> None:
         """Parse the files that define what the refit paths call but the index lacks, and the files
         that override a method holding a processor-cache workaround."""
+        from cachelint.project import ProjectIndex
+
+        candidates = list(
+            {id(f): f for f in (self.loaded.get(Path(os.path.abspath(p))) for p in unparsed) if f}.values()
+        )
         for _ in range(4):
             index = ProjectIndex([loaded.summary for loaded in index_files if loaded.summary])
             wanted = self._unresolved_refit_calls(index) | {
@@ -173,21 +384,35 @@ class Analyzer:
             }
             if not wanted:
                 return
-            pattern = re.compile(rb"def (?:" + b"|".join(re.escape(w.encode()) for w in sorted(wanted)) + rb")\b")
-            added = []
-            for path in unparsed:
-                loaded = self.loaded.get(Path(os.path.abspath(path)))
-                if loaded is None or loaded.summary or loaded.error or loaded.source is None:
-                    continue
-                if pattern.search(loaded.raw):
-                    self._summarize(loaded)
-                    if loaded.summary is not None:
-                        added.append(loaded)
+            words = {name for name in wanted if name.isascii() and name.isidentifier()}
+            others = sorted(wanted - words)
+            pattern = re.compile(rb"def (?:" + b"|".join(re.escape(w.encode()) for w in others) + rb")\b")
+            matched = [
+                loaded
+                for loaded in candidates
+                if not (loaded.summary or loaded.error or loaded.record is None)
+                and (not self._defined(loaded).isdisjoint(words) or (others and pattern.search(loaded.raw)))
+            ]
+            self._fulfil([(loaded, True) for loaded in matched])
+            added = [loaded for loaded in matched if loaded.summary is not None]
             if not added:
                 return
             index_files.extend(added)
 
+    def _defined(self, loaded: LoadedFile) -> frozenset[str]:
+        """The words after `def ` in the file's bytes: `def name\\b` matches exactly for these."""
+        record = loaded.record
+        assert record is not None
+        if record.defined is None:
+            record.defined = sorted({word.decode() for word in _DEFINED_WORD.findall(loaded.raw)})
+            self._remember(loaded)
+        if loaded.display not in self._defined_sets:
+            self._defined_sets[loaded.display] = frozenset(record.defined)
+        return self._defined_sets[loaded.display]
+
     def _unresolved_refit_calls(self, index: ProjectIndex) -> set[str]:
+        from cachelint.project import GENERIC_NAMES
+
         roots = self.settings.all_refit_functions
         wanted: set[str] = set()
         for ref in index.functions():
@@ -198,6 +423,24 @@ class Analyzer:
                     if not call.receiver_class and not index.resolve(reached.ref.file, reached.ref.function, call):
                         wanted.add(call.name)
         return wanted - GENERIC_NAMES
+
+
+# Every suppression directive holds one of these words, and every one that can be unused (CL100) these.
+DIRECTIVE_WORDS = r"noqa|cachelint:"
+UNUSED_DIRECTIVE_WORDS = r"cachelint:|noqa[^\r\n]*cl"
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """Parsing and summarizing build and drop millions of objects without reference cycles; the
+    cyclic garbage collector would only walk them again and again (a quarter of the parse time)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def resolve_range(settings: Settings, root: Path) -> SupportedRange:
@@ -211,33 +454,34 @@ def analyze(
     settings: Settings,
     project_root: Path | None = None,
     force_exclude: bool = False,
+    overlay: Mapping[Path, bytes] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    use_cache: bool = False,
+    workers: int | None = None,
 ) -> Analysis:
-    """Check `paths` (reporting only on them) within the project that holds them."""
+    """Check `paths` (reporting only on them) within the project that holds them.
+
+    `overlay` maps absolute paths to contents to use instead of what is on disk (fixes in progress,
+    source given on stdin); such paths need not exist. `progress(done, total)` is called as files
+    are analysed. `use_cache` reads and writes the project's persistent cache. `workers` fixes the
+    number of processes (1: none); by default every core is used when there is enough to parse."""
     root = project_root or find_project_root(paths[0] if paths else Path.cwd())
     excludes = Excludes.build(root if root.is_dir() else root.parent, (*settings.exclude, *settings.extend_exclude))
-    targets = discover(paths, excludes, force_exclude)
-    analyzer = Analyzer(settings, root)
+    targets = discover(paths, excludes, force_exclude, virtual=frozenset(overlay or ()))
+    cache = Cache.for_run(settings, root if root.is_dir() else root.parent) if use_cache else None
+    analyzer = Analyzer(settings, root, overlay=overlay, cache=cache, workers=workers)
     supported = resolve_range(settings, root)
-    target_files = [analyzer.load(path, parse_always=False) for path in targets]
-    project = [analyzer.load(path, parse_always=False) for path in analyzer.project_files(targets)]
-    index_files = [loaded for loaded in {id(f): f for f in [*target_files, *project]}.values() if loaded.summary]
-    analyzer.load_on_demand(index_files, [f.path for f in project])
-    index = ProjectIndex(
-        [loaded.summary for loaded in index_files if loaded.summary],
-        settings.worker_extension_classes,
-    )
-    context = Context(index, supported, settings, load_facts())
-    findings: list[Finding] = []
-    clean: list[LoadedFile] = []
-    for loaded in target_files:
-        analyzer.syntax_check(loaded)
-        if loaded.error is not None:
-            findings.append(loaded.error)
-            continue
-        clean.append(loaded)
-        if loaded.summary is not None:
-            findings.extend(run_rules(analyzer.rules, loaded.summary, context))
-    findings = apply_suppressions(findings, clean, settings, analyzer.root_folder)
+    whole = len(paths) == 1 and not force_exclude and os.path.abspath(paths[0]) == os.path.abspath(root)
+    project_paths = analyzer.project_files(targets, walked=targets if whole and root.is_dir() else None)
+    target_files = [analyzer.read(path, target=True) for path in targets]
+    project = [analyzer.read(path) for path in project_paths]
+    run_key = analyzer.run_key(target_files, project, supported)
+    findings = analyzer.stored_findings(run_key, progress)
+    if findings is None:
+        findings = _find(analyzer, target_files, project, supported, progress)
+        analyzer.store_findings(run_key, findings)
+    if cache is not None:
+        cache.flush()
     sources = {loaded.display: loaded.source for loaded in target_files if loaded.source is not None}
     return Analysis(
         findings=sorted(set(findings), key=Finding.sort_key),
@@ -246,22 +490,79 @@ def analyze(
         supported=supported,
         root=root if root.is_dir() else root.parent,
         targets=[loaded.display for loaded in target_files],
+        warnings=[cache.warning] if cache is not None and cache.warning else [],
     )
+
+
+def _find(
+    analyzer: Analyzer,
+    target_files: list[LoadedFile],
+    project: list[LoadedFile],
+    supported: SupportedRange,
+    progress: Callable[[int, int], None] | None,
+) -> list[Finding]:
+    from cachelint.facts import load_facts
+    from cachelint.project import ProjectIndex
+    from cachelint.rules import Context
+
+    settings = analyzer.settings
+    with analyzer.workers, collector_paused():
+        analyzer.examine(progress)
+        index_files = [loaded for loaded in {id(f): f for f in [*target_files, *project]}.values() if loaded.summary]
+        analyzer.load_on_demand(index_files, [f.path for f in project])
+        analyzer.check_syntax()
+    index = ProjectIndex(
+        [loaded.summary for loaded in index_files if loaded.summary],
+        settings.worker_extension_classes,
+    )
+    context = Context(index, supported, settings, load_facts())
+    findings: list[Finding] = []
+    clean: list[LoadedFile] = []
+    for loaded in target_files:
+        if loaded.error is not None:
+            findings.append(loaded.error)
+            continue
+        clean.append(loaded)
+        if loaded.summary is not None:
+            findings.extend(run_rules(analyzer.rules, loaded.summary, context))
+    return apply_suppressions(findings, clean, settings, analyzer.root_folder)
 
 
 def apply_suppressions(
     findings: list[Finding], clean: list[LoadedFile], settings: Settings, root: Path
 ) -> list[Finding]:
-    """Drop suppressed findings, then per-file-ignores; report unused suppressions (CL100)."""
-    suppressions = {
-        loaded.display: parse_suppressions(loaded.source.text) for loaded in clean if loaded.source is not None
-    }
+    """Drop suppressed findings, then per-file-ignores; report unused suppressions (CL100).
+
+    Only files that can matter are tokenized: those with findings and a possible directive, and those
+    with a directive that can be unused (cachelint's own, or a `noqa` naming a CL code)."""
+    from cachelint.rules.cl100_unused_suppression import UnusedSuppression
+    from cachelint.suppress import UNUSED_SUPPRESSION_CODE, apply, parse_suppressions
+
+    with_findings = {finding.path for finding in findings}
+    report_unused = settings.is_enabled(UNUSED_SUPPRESSION_CODE)
+    suppressions = {}
+    for loaded in clean:
+        if loaded.source is None:
+            continue
+        words = DIRECTIVE_WORDS if loaded.display in with_findings else UNUSED_DIRECTIVE_WORDS
+        if (report_unused or words is DIRECTIVE_WORDS) and _holds(words, loaded.source.text):
+            suppressions[loaded.display] = parse_suppressions(loaded.source.text)
     kept, used = apply(findings, suppressions)
     kept = [finding for finding in kept if not _ignored_for_file(finding, settings, root)]
     if settings.is_enabled(UNUSED_SUPPRESSION_CODE):
         unused = UnusedSuppression().unused(suppressions, used, settings.is_enabled)
         kept.extend(finding for finding in unused if not _ignored_for_file(finding, settings, root))
     return kept
+
+
+def _holds(words: str, text: str) -> bool:
+    """Whether `words` (a lower-case pattern) matches in `text` ignoring case; quick for most files."""
+    lowered = text.lower()
+    if "noqa" not in lowered and "cachel" not in lowered:  # not "cachelint": IGNORECASE lets i match two more
+        return False
+    if text.isascii():
+        return re.search(words, lowered) is not None
+    return re.search(words, text, re.IGNORECASE) is not None
 
 
 def _ignored_for_file(finding: Finding, settings: Settings, root: Path) -> bool:

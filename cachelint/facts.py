@@ -48,6 +48,10 @@ class Signature:
     is_async: bool
     params: tuple[str, ...]
 
+    @property
+    def takes_any_keyword(self) -> bool:
+        return any(param.startswith("**") for param in self.params)
+
 
 @dataclass(frozen=True)
 class ApiFact:
@@ -80,6 +84,51 @@ class ApiFact:
                 current = signature
         return current is not None and param in current.params
 
+    def signature_at(self, release: Version) -> Signature | None:
+        current: Signature | None = None
+        for signature in self.signatures:
+            if signature.since <= release:
+                current = signature
+        return current
+
+    def drops_param(self, param: str, release: Version) -> bool:
+        """Whether `release` defines the method but no longer takes `param`, which an earlier release took."""
+        since = self.param_since(param)
+        if since is None or release < since or not self.exists_in(release):
+            return False
+        current = self.signature_at(release)
+        return current is not None and param not in current.params and not current.takes_any_keyword
+
+    def param_removed_in(self, param: str) -> Version | None:
+        """The first release whose signature drops `param` after an earlier one took it."""
+        taken = False
+        for signature in self.signatures:
+            if param in signature.params:
+                taken = True
+            elif taken and not signature.takes_any_keyword:
+                return signature.since
+        return None
+
+
+@dataclass(frozen=True)
+class EngineArgumentFact:
+    """An engine argument (EngineArgs field, also taken by `LLM(**kwargs)`) whose availability changed."""
+
+    name: str
+    since: Version | None  # None: not recorded (present in the oldest releases that matter)
+    removed_in: Version | None  # the first release without it
+    replaced_by: str
+    replacement_values: tuple[tuple[str, str], ...]  # (old value source, new value source)
+    notes: str
+
+    def exists_in(self, release: Version) -> bool:
+        if self.since is not None and release < self.since:
+            return False
+        return self.removed_in is None or release < self.removed_in
+
+    def replacement_value(self, value: str) -> str | None:
+        return dict(self.replacement_values).get(value)
+
 
 _SIGNATURE = re.compile(r"^(?P<since>[\w.]+):\s*(?P<async>async\s+)?\((?P<params>[^)]*)\)")
 
@@ -99,10 +148,16 @@ def _version_or_none(text: str | None) -> Version | None:
 class Facts:
     """Answers: does class C have method M in release R, what does it clear, is it async."""
 
-    def __init__(self, records: list[ApiFact], releases: list[Version]) -> None:
+    def __init__(
+        self,
+        records: list[ApiFact],
+        releases: list[Version],
+        engine_arguments: list[EngineArgumentFact] | None = None,
+    ) -> None:
         self.records = records
         self.releases = tuple(sorted(releases))
         self._by_key = {(fact.method, fact.cls): fact for fact in records}
+        self.engine_arguments = {fact.name: fact for fact in engine_arguments or []}
 
     def get(self, method: str, cls: EngineClass | str) -> ApiFact | None:
         name = cls.value if isinstance(cls, EngineClass) else cls
@@ -123,8 +178,24 @@ class Facts:
     def classes_with(self, method: str) -> list[ApiFact]:
         return [fact for fact in self.records if fact.method == method]
 
+    def engine_argument(self, name: str) -> EngineArgumentFact | None:
+        return self.engine_arguments.get(name)
+
 
 _RPC_CLASS = "LLM.collective_rpc / AsyncLLM.collective_rpc -> Worker"
+
+
+def _load_engine_argument(raw: dict[str, object]) -> EngineArgumentFact:
+    values = raw.get("replacement_values") or {}
+    assert isinstance(values, dict)
+    return EngineArgumentFact(
+        name=str(raw["name"]),
+        since=_version_or_none(raw.get("since")),  # type: ignore[arg-type]
+        removed_in=_version_or_none(raw.get("removed_in")),  # type: ignore[arg-type]
+        replaced_by=str(raw.get("replaced_by") or ""),
+        replacement_values=tuple((str(old), str(new)) for old, new in values.items()),
+        notes=str(raw.get("notes") or ""),
+    )
 
 
 def _load_fact(raw: dict[str, object]) -> ApiFact:
@@ -153,7 +224,9 @@ def load_facts() -> Facts:
     data = resources.files("cachelint") / "data"
     raw_records = json.loads((data / "vllm_cache_api.json").read_text(encoding="utf-8"))
     raw_releases = json.loads((data / "vllm_releases.json").read_text(encoding="utf-8"))
+    raw_arguments = json.loads((data / "vllm_engine_args.json").read_text(encoding="utf-8"))
     return Facts(
         [_load_fact(raw) for raw in raw_records],
         [Version(v) for v in raw_releases["releases"]],
+        [_load_engine_argument(raw) for raw in raw_arguments["arguments"]],
     )

@@ -142,6 +142,8 @@ class ProjectIndex:
         self.memo: dict[str, Any] = {}
         self._bases: dict[str, list[str]] = {}
         self._subclasses: dict[str, list[tuple[FileSummary, ClassSummary]]] | None = None
+        self._resolved: dict[tuple[int, int, int], tuple[FileSummary, FunctionSummary, CallSite, list[FunctionRef]]]
+        self._resolved = {}
         for summary in self.files.values():
             self.modules[summary.module] = summary
             self.worker_extensions.update(summary.worker_extension_refs)
@@ -190,6 +192,13 @@ class ProjectIndex:
     # -- call resolution ----------------------------------------------------------------------------
 
     def resolve(self, file: FileSummary, function: FunctionSummary, call: CallSite) -> list[FunctionRef]:
+        """The project functions `call` (made in `function` of `file`) may run, computed once per call."""
+        key = (id(file), id(function), id(call))
+        if key not in self._resolved:  # the entry holds the objects, so that their ids stay theirs
+            self._resolved[key] = (file, function, call, self._resolve(file, function, call))
+        return list(self._resolved[key][3])
+
+    def _resolve(self, file: FileSummary, function: FunctionSummary, call: CallSite) -> list[FunctionRef]:
         name = call.name
         chain = call.chain
         if call.via == "rpc":
@@ -212,9 +221,7 @@ class ProjectIndex:
         if name in GENERIC_NAMES or call.receiver_class:
             return []
         candidates = [
-            ref
-            for ref in self.functions_by_name.get(name, [])
-            if ref.function.cls and ref.function.cls != function.cls
+            ref for ref in self.functions_by_name.get(name, []) if ref.function.cls and ref.function.cls != function.cls
         ]
         return self._nearest(file, candidates)
 

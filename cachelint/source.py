@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import ast
 import io
+import symtable
 import tokenize
 from dataclasses import dataclass
 from pathlib import Path
-
-import libcst as cst
+from typing import TYPE_CHECKING
 
 from cachelint.finding import Span
+
+if TYPE_CHECKING:
+    import libcst as cst
 
 
 class SourceError(Exception):
@@ -42,6 +45,13 @@ class SourceFile:
 
 def decode_source(raw: bytes) -> SourceFile:
     """Decode per PEP 263 (coding cookie, BOM); raise SourceError at the first bad byte."""
+    first = raw.find(b"\n")
+    second = raw.find(b"\n", first + 1) if first >= 0 else -1
+    if not raw.startswith(b"\xef\xbb\xbf") and b"coding" not in (raw[:second] if second >= 0 else raw):
+        try:  # no BOM, no cookie: what detect_encoding finds once the bytes decode as UTF-8
+            return _source_file(raw.decode("utf-8"), "utf-8", bom=False)
+        except UnicodeDecodeError:
+            pass
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
     except SyntaxError as error:
@@ -58,6 +68,10 @@ def decode_source(raw: bytes) -> SourceFile:
         raise SourceError(f"invalid {encoding} byte sequence: {error.reason}", line, col) from error
     except LookupError as error:
         raise SourceError(f"unknown encoding {encoding!r}") from error
+    return _source_file(text, encoding, bom)
+
+
+def _source_file(text: str, encoding: str, bom: bool) -> SourceFile:
     if "\0" in text:
         offset = text.index("\0")
         line = text.count("\n", 0, offset) + 1
@@ -76,6 +90,8 @@ def read_source(path: Path) -> SourceFile:
 
 def parse_source(text: str) -> cst.Module:
     """Parse with libcst; raise SourceError with the parser's message and position."""
+    import libcst as cst  # a third of a second to import: only fixes need it
+
     try:
         return cst.parse_module(text)
     except cst.ParserSyntaxError as error:
@@ -83,6 +99,16 @@ def parse_source(text: str) -> cst.Module:
         raise SourceError(message, error.raw_line, error.raw_column + 1) from error
     except RecursionError as error:
         raise SourceError("too deeply nested to parse") from error
+
+
+def check_syntax(text: str) -> None:
+    """Raise what `parse_python` raises, about twice as fast: `symtable` runs CPython's parser without
+    building AST objects. It also rejects what only the compiler rejects (`nonlocal` at module level);
+    for those `parse_python` gives the verdict."""
+    try:
+        symtable.symtable(text, "<unknown>", "exec")
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        parse_python(text)
 
 
 def parse_python(text: str) -> ast.Module:

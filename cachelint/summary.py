@@ -11,21 +11,35 @@ exact positions; libcst is kept for the files that get fixes (see fixes.py).
 from __future__ import annotations
 
 import ast
+import contextlib
 import re
-from collections.abc import Iterator
+import sys
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from cachelint.edits import source_lines
-from cachelint.facts import EngineClass
+from cachelint.facts import EngineClass, load_facts
 from cachelint.finding import Span
 from cachelint.version_tests import VersionTest, VersionTestReader, dotted_name, string_value
 
 RESET_METHODS = frozenset({"reset_prefix_cache", "reset_mm_cache", "reset_encoder_cache"})
 PAUSE_METHODS = frozenset({"pause_generation", "sleep"})
+# Engine coroutines with no cache effect, recorded (as FunctionSummary.lifecycle) for the await checks.
+LIFECYCLE_METHODS = frozenset({"resume_generation", "wake_up"})
+# Capability probes: a test of these means the code asks what the installed vLLM offers.
+PROBE_CALLS = frozenset({"signature", "getfullargspec", "getargspec", "fields", "hasattr", "getattr"})
+PROBE_ATTRIBUTES = frozenset({"parameters", "__dataclass_fields__", "model_fields", "__signature__"})
 RPC_METHODS = frozenset({"collective_rpc", "collective_rpc_async"})
 DISPATCH_HELPERS = frozenset(
-    {"run_all_workers", "_run_all_workers", "batch_engine_call", "_execute_method", "execute_method"}
+    {
+        "run_all_workers",
+        "_run_all_workers",
+        "batch_engine_call",
+        "batch_vllm_engine_call",  # OpenRLHF: batch_vllm_engine_call(engines, "pause_generation")
+        "_execute_method",
+        "execute_method",
+    }
 )
 AWAITING_WRAPPERS = frozenset(
     {"gather", "create_task", "ensure_future", "wait_for", "wait", "run", "shield", "get", "as_completed"}
@@ -135,6 +149,41 @@ class ResetEvent:
     hasattr_guarded: bool = False
     consumed: bool = False  # awaited (now or later), gathered or scheduled
     result_ignored: bool = False  # the call (or its await) is a statement of its own
+    keyword_spans: dict[str, Span] = field(default_factory=dict)  # `name=value` of each keyword
+    compat_guards: list[str] = field(default_factory=list)  # see _Summarizer.compat_guards
+
+
+@dataclass
+class HasattrProbe:
+    """`hasattr(<object>, "<attribute>")`, or `getattr(<object>, "<attribute>", <default>)`."""
+
+    attribute: str
+    receiver: str  # source of the object
+    chain: list[str]
+    receiver_class: str
+    kind: str  # hasattr, getattr
+    span: Span  # the call
+    object_span: Span  # its first argument
+    statement_span: Span  # the if statement whose test holds it, else the simple statement
+    polarity: str = ""  # in an if test: "positive" (body runs when it is true), "negative", or "" (unclear)
+    fallback_calls: list[str] = field(default_factory=list)  # what the branch taken when it is false calls
+
+
+@dataclass
+class ArgumentUse:
+    """An engine argument named in code: a call keyword, a dict key, a subscript key or a setdefault key."""
+
+    name: str
+    kind: str  # keyword, dict, subscript, setdefault
+    callee: str  # the called name for keywords and setdefault (EngineArgs, LLM, Namespace, dict, ...)
+    function: str  # qualname of the enclosing function
+    span: Span  # the keyword (`name=value`) or the key's string literal
+    key_text: str  # source of the key literal (with its quotes); "" for keywords
+    value: str  # source of the value
+    value_span: Span
+    siblings: list[str] = field(default_factory=list)  # the other names in the same call or dict
+    gates: list[Gate] = field(default_factory=list)
+    compat_guards: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -147,6 +196,8 @@ class FunctionSummary:
     calls: list[CallSite] = field(default_factory=list)
     resets: list[ResetEvent] = field(default_factory=list)
     super_calls: list[str] = field(default_factory=list)
+    lifecycle: list[ResetEvent] = field(default_factory=list)  # resume_generation, wake_up (no cache effect)
+    probes: list[HasattrProbe] = field(default_factory=list)
 
 
 @dataclass
@@ -179,6 +230,7 @@ class FileSummary:
     classes: list[ClassSummary] = field(default_factory=list)
     worker_extension_refs: list[str] = field(default_factory=list)
     workarounds: list[Workaround] = field(default_factory=list)
+    engine_arguments: list[ArgumentUse] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -197,7 +249,18 @@ class FileSummary:
         def event(raw: dict[str, Any]) -> ResetEvent:
             spans = {k: span(raw[k]) for k in ("span", "callee_span", "statement_span")}
             gates = [gate(g) for g in raw["gates"]]
-            return ResetEvent(**{**raw, **spans, "gates": gates, "anchor": anchor(raw["anchor"])})
+            keyword_spans = {k: span(v) for k, v in raw.get("keyword_spans", {}).items()}
+            return ResetEvent(
+                **{**raw, **spans, "gates": gates, "anchor": anchor(raw["anchor"]), "keyword_spans": keyword_spans}
+            )
+
+        def probe(raw: dict[str, Any]) -> HasattrProbe:
+            spans = {k: span(raw[k]) for k in ("span", "object_span", "statement_span")}
+            return HasattrProbe(**{**raw, **spans})
+
+        def argument(raw: dict[str, Any]) -> ArgumentUse:
+            spans = {k: span(raw[k]) for k in ("span", "value_span")}
+            return ArgumentUse(**{**raw, **spans, "gates": [gate(g) for g in raw["gates"]]})
 
         def call(raw: dict[str, Any]) -> CallSite:
             return CallSite(**{**raw, "span": span(raw["span"]), "anchor": anchor(raw["anchor"])})
@@ -209,6 +272,8 @@ class FileSummary:
                     "span": span(raw["span"]),
                     "calls": [call(c) for c in raw["calls"]],
                     "resets": [event(e) for e in raw["resets"]],
+                    "lifecycle": [event(e) for e in raw.get("lifecycle", [])],
+                    "probes": [probe(h) for h in raw.get("probes", [])],
                 }
             )
 
@@ -221,6 +286,7 @@ class FileSummary:
             classes=[ClassSummary(**{**c, "span": span(c["span"])}) for c in data["classes"]],
             worker_extension_refs=data["worker_extension_refs"],
             workarounds=[Workaround(**{**w, "span": span(w["span"])}) for w in data["workarounds"]],
+            engine_arguments=[argument(a) for a in data.get("engine_arguments", [])],
         )
 
     def function(self, qualname: str) -> FunctionSummary | None:
@@ -254,6 +320,22 @@ SIMPLE_STATEMENTS = (
     ast.Assert,
 )
 FUNCTION_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_SIMPLE_STATEMENT_SET = frozenset(SIMPLE_STATEMENTS)
+# Nodes whose fields hold nothing but plain values and expression contexts (Load, Store, Del).
+_LEAF_NODES = (ast.Name, ast.Constant)
+# ast.NodeVisitor.visit_Constant only calls the deprecated visit_Num and the like, which we do not have.
+_COMPATIBILITY_SHIM = getattr(ast.NodeVisitor, "visit_Constant", None)
+
+
+def _handler(visitor: type[ast.NodeVisitor], kind: type[ast.AST]) -> Callable[[Any, Any], Any] | None:
+    """The method `visitor` runs on a node of `kind`; None when visiting one can do nothing: no
+    method of its own and nothing inside (expression contexts, operators, names, constants)."""
+    method = getattr(visitor, f"visit_{kind.__name__}", None)
+    if method is None or method is _COMPATIBILITY_SHIM:
+        if not kind._fields or issubclass(kind, _LEAF_NODES):
+            return None
+        method = visitor.generic_visit
+    return method
 
 
 def _last_name(node: ast.expr) -> str:
@@ -321,7 +403,7 @@ class _Source:
             return byte_offset + 1
         return len(self._bytes(line)[:byte_offset].decode("utf-8", "replace")) + 1
 
-    def span(self, node: ast.expr | ast.stmt) -> Span:
+    def span(self, node: ast.expr | ast.stmt | ast.keyword) -> Span:
         end_line = node.end_lineno or node.lineno
         end_offset = node.end_col_offset if node.end_col_offset is not None else node.col_offset
         return Span(
@@ -384,6 +466,7 @@ class _Frame:
     guards: list[list[Gate]] = field(default_factory=lambda: [[]])
     kwargs_gates: dict[str, Gate] = field(default_factory=dict)
     stored_calls: dict[str, list[ResetEvent]] = field(default_factory=dict)
+    handlers: list[str] = field(default_factory=list)  # enclosing try/except context, see compat_guards
 
 
 class _Summarizer(ast.NodeVisitor):
@@ -400,9 +483,13 @@ class _Summarizer(ast.NodeVisitor):
         self.elifs: set[int] = set()
         self.statements: list[ast.stmt] = []
         self.blocks: list[list[ast.stmt]] = []
-        self.unclassified: list[tuple[ResetEvent | CallSite, list[dict[str, EngineClass]], ClassSummary | None]] = []
+        self.unclassified: list[
+            tuple[ResetEvent | CallSite | HasattrProbe, list[dict[str, EngineClass]], ClassSummary | None]
+        ] = []
+        self.pending_probes: list[tuple[HasattrProbe, ast.Call]] = []
         self.imports_vllm = False
         self.imports_other = False
+        self.handlers: dict[type[ast.AST], Callable[[Any, Any], Any] | None] = {}
 
     # -- walking -------------------------------------------------------------------------------------
 
@@ -411,26 +498,34 @@ class _Summarizer(ast.NodeVisitor):
         return self.frames[-1]
 
     def visit(self, node: ast.AST) -> Any:
-        simple = isinstance(node, SIMPLE_STATEMENTS)
-        if simple:
-            assert isinstance(node, ast.stmt)
-            self.statements.append(node)
+        kind = node.__class__
+        if kind in self.handlers:
+            handler = self.handlers[kind]
+        else:
+            handler = self.handlers[kind] = _handler(type(self), kind)
+        if handler is None:
+            return None
+        if kind not in _SIMPLE_STATEMENT_SET:
+            return handler(self, node)
+        assert isinstance(node, ast.stmt)
+        self.statements.append(node)
         try:
-            return super().visit(node)
+            return handler(self, node)
         finally:
-            if simple:
-                self.statements.pop()
+            self.statements.pop()
 
     def generic_visit(self, node: ast.AST) -> None:
-        for _, value in ast.iter_fields(node):
+        handlers = self.handlers  # a node whose handler is known to be None is not worth a call
+        for name in node._fields:
+            value = getattr(node, name, None)
             if isinstance(value, list):
                 if value and isinstance(value[0], ast.stmt):
                     self.visit_block(value)
                 else:
                     for item in value:
-                        if isinstance(item, ast.AST):
+                        if isinstance(item, ast.AST) and handlers.get(item.__class__, self) is not None:
                             self.visit(item)
-            elif isinstance(value, ast.AST):
+            elif isinstance(value, ast.AST) and handlers.get(value.__class__, self) is not None:
                 self.visit(value)
 
     def visit_block(self, statements: list[ast.stmt]) -> None:
@@ -619,7 +714,9 @@ class _Summarizer(ast.NodeVisitor):
     # -- conditions ----------------------------------------------------------------------------------
 
     def visit_If(self, node: ast.If) -> None:
+        probes_before = len(self.pending_probes)
         self.visit(node.test)
+        self._note_probe_branches(node, probes_before)
         if len(node.orelse) == 1 and isinstance(node.orelse[0], ast.If):
             nested = node.orelse[0]
             if self.source.starts_with(nested.lineno, "elif"):
@@ -634,7 +731,9 @@ class _Summarizer(ast.NodeVisitor):
         self._note_guard(node)
 
     def visit_IfExp(self, node: ast.IfExp) -> None:
+        probes_before = len(self.pending_probes)
         self.visit(node.test)
+        self._note_probe_branches(node, probes_before)
         self.frame.conditions.append((node.test, True, "ternary", node))
         self.visit(node.body)
         self.frame.conditions.pop()
@@ -733,6 +832,9 @@ class _Summarizer(ast.NodeVisitor):
                     self.frame.aliases[target.id] = chain
         elif isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
             self._note_kwargs_gate(target.value.id, target)
+            key = string_value(target.slice)
+            if key in _engine_argument_names():
+                self._argument_use(key, "subscript", "", target.slice, value, [])
             if string_value(target.slice) == PROCESSOR_CACHE_SIZE and _is_zero(value):
                 self._workaround("subscript")
 
@@ -769,10 +871,14 @@ class _Summarizer(ast.NodeVisitor):
         self.summary.workarounds.append(Workaround(function.qualname, function.cls, self.statement_span(), kind))
 
     def visit_Dict(self, node: ast.Dict) -> None:
+        keys = [string_value(key) for key in node.keys if key is not None]
         for key, value in zip(node.keys, node.values, strict=False):
             if key is None:
                 continue
             name = string_value(key)
+            if name in _engine_argument_names():
+                siblings = [k for k in keys if k and k != name]
+                self._argument_use(name, "dict", "", key, value, siblings)
             if name == PROCESSOR_CACHE_SIZE and _is_zero(value):
                 self._workaround("dict")
             elif name == LEGACY_PROCESSOR_CACHE_SWITCH and _is_true(value):
@@ -805,6 +911,12 @@ class _Summarizer(ast.NodeVisitor):
         self._note_keywords(node)
         if _is_processor_cache_setdefault(name, node):
             self._workaround("setdefault")
+        if name == "setdefault" and len(node.args) >= 2 and string_value(node.args[0]) in _engine_argument_names():
+            key = string_value(node.args[0])
+            assert key is not None
+            self._argument_use(key, "setdefault", "setdefault", node.args[0], node.args[1], [])
+        if isinstance(func, ast.Name) and func.id in ("hasattr", "getattr"):
+            self._note_probe(node, func.id)
         if name in ("to_thread", "run_in_executor"):
             self._note_callable_argument(node)
         self._note_super_call(node)
@@ -843,7 +955,11 @@ class _Summarizer(ast.NodeVisitor):
                 self._mark_consumed(element)
 
     def _note_keywords(self, node: ast.Call) -> None:
+        names = [keyword.arg for keyword in node.keywords if keyword.arg]
         for keyword in node.keywords:
+            if keyword.arg in _engine_argument_names():
+                siblings = [name for name in names if name != keyword.arg]
+                self._argument_use(keyword.arg, "keyword", _last_name(node.func), keyword, keyword.value, siblings)
             if keyword.arg == PROCESSOR_CACHE_SIZE and _is_zero(keyword.value):
                 self._workaround("keyword")
             elif keyword.arg == LEGACY_PROCESSOR_CACHE_SWITCH and _is_true(keyword.value):
@@ -903,6 +1019,8 @@ class _Summarizer(ast.NodeVisitor):
             self._reset(node, "clear", receiver_text, chain, via)
         elif name == "reset" and chain and chain[-1] == "encoder_cache_manager":
             self._reset(node, "reset", receiver_text, chain, via)
+        elif name in LIFECYCLE_METHODS:
+            self._reset(node, name, receiver_text, chain, via)
 
     def _reset(self, node: ast.Call, method: str, receiver: str, chain: list[str], via: str) -> None:
         statement = self.statements[-1] if self.statements else None
@@ -945,8 +1063,13 @@ class _Summarizer(ast.NodeVisitor):
             hasattr_guarded=hasattr_guarded,
             consumed=awaited or id(node) in self.consumed,
             result_ignored=isinstance(statement, ast.Expr) and _unawaited(statement.value) is node,
+            keyword_spans={k.arg: self.source.span(k) for k in node.keywords if k.arg is not None},
+            compat_guards=self.compat_guards(),
         )
-        self.frame.function.resets.append(event)
+        if method in LIFECYCLE_METHODS:
+            self.frame.function.lifecycle.append(event)
+        else:
+            self.frame.function.resets.append(event)
         current = self.classes[-1] if self.classes else None
         self.unclassified.append((event, [frame.locals for frame in self.frames], current))
         if not event.consumed and isinstance(statement, ast.Assign) and statement.value is node:
@@ -959,6 +1082,117 @@ class _Summarizer(ast.NodeVisitor):
             if name in frame.kwargs_gates:
                 return frame.kwargs_gates[name]
         return None
+
+    # -- capability probes, compatibility code, engine arguments ------------------------------------
+
+    def visit_Try(self, node: ast.Try) -> None:
+        """Calls in a `try` body (or its handlers) may be compatibility code: remember what is caught."""
+        caught = [_handler_names(handler) for handler in node.handlers]
+        self.frame.handlers.append("try:" + ",".join(sorted({name for names in caught for name in names})))
+        self.visit_block(node.body)
+        self.frame.handlers.pop()
+        for handler, names in zip(node.handlers, caught, strict=False):
+            if handler.type is not None:
+                self.visit(handler.type)
+            self.frame.handlers.append("except:" + ",".join(names))
+            self.visit_block(handler.body)
+            self.frame.handlers.pop()
+        if node.orelse:
+            self.visit_block(node.orelse)
+        if node.finalbody:
+            self.visit_block(node.finalbody)
+
+    visit_TryStar = visit_Try
+
+    def compat_guards(self) -> list[str]:
+        """What makes the current point look like compatibility code, as markers:
+        `signature` (an enclosing test inspects a signature or dataclass fields), `hasattr` (it probes
+        an attribute), `str:<text>` (a string literal in an enclosing test, e.g. a parameter name),
+        `try:<caught>` (inside a try body whose handlers catch <caught>), `except:<caught>` (in a handler).
+        """
+        markers: list[str] = []
+        for test_node, _, _, _ in self.frame.conditions:
+            for child in ast.walk(test_node):
+                marker = ""
+                if isinstance(child, ast.Call):
+                    name = _last_name(child.func)
+                    if name in ("hasattr", "getattr"):
+                        marker = "hasattr"
+                    elif name in PROBE_CALLS:
+                        marker = "signature"
+                elif isinstance(child, ast.Attribute) and child.attr in PROBE_ATTRIBUTES:
+                    marker = "signature"
+                elif isinstance(child, ast.Constant) and isinstance(child.value, str) and child.value.isidentifier():
+                    marker = f"str:{child.value}"
+                if marker and marker not in markers:
+                    markers.append(marker)
+        markers.extend(self.frame.handlers)
+        return markers
+
+    def _note_probe(self, node: ast.Call, kind: str) -> None:
+        """`hasattr(x, "name")`, or `getattr(x, "name", default)` (without a default it raises instead)."""
+        if len(node.args) < 2 or (kind == "getattr" and len(node.args) < 3):
+            return
+        attribute = string_value(node.args[1])
+        if attribute is None:
+            return
+        target = node.args[0]
+        statement = self.statements[-1] if self.statements else None
+        probe = HasattrProbe(
+            attribute=attribute,
+            receiver=self.receiver_text(target),
+            chain=self.chain(target),
+            receiver_class="",
+            kind=kind,
+            span=self.source.span(node),
+            object_span=self.source.span(target),
+            statement_span=self.source.span(statement) if statement is not None else self.source.span(node),
+        )
+        self.frame.function.probes.append(probe)
+        self.pending_probes.append((probe, node))
+        current = self.classes[-1] if self.classes else None
+        self.unclassified.append((probe, [frame.locals for frame in self.frames], current))
+
+    def _note_probe_branches(self, node: ast.If | ast.IfExp, start: int) -> None:
+        """For the probes in this test: which way the test goes and what runs when the probe is false."""
+        for probe, call in self.pending_probes[start:]:
+            polarity = _polarity(node.test, call)
+            probe.statement_span = self.source.span(node)
+            probe.polarity = polarity or "unclear"
+            if not polarity:
+                continue
+            if isinstance(node, ast.If):
+                taken: list[ast.AST] = list(node.orelse if polarity == "positive" else node.body)
+            else:
+                taken = [node.orelse if polarity == "positive" else node.body]
+            probe.fallback_calls = sorted(_called_names(taken))
+
+    def _argument_use(
+        self,
+        name: str,
+        kind: str,
+        callee: str,
+        key: ast.expr | ast.keyword,
+        value: ast.expr,
+        siblings: list[str],
+    ) -> None:
+        statement = self.statements[-1] if self.statements else None
+        gates, _ = self.current_gates(statement)
+        self.summary.engine_arguments.append(
+            ArgumentUse(
+                name=name,
+                kind=kind,
+                callee=callee,
+                function=self.frame.function.qualname,
+                span=self.source.span(key),
+                key_text="" if isinstance(key, ast.keyword) else self.source.segment(key),
+                value=self.source.segment(value),
+                value_span=self.source.span(value),
+                siblings=siblings,
+                gates=gates,
+                compat_guards=self.compat_guards(),
+            )
+        )
 
 
 def _is_processor_cache_setdefault(name: str, node: ast.Call) -> bool:
@@ -1000,6 +1234,61 @@ def _is_hasattr(node: ast.expr) -> bool:
     return isinstance(node, ast.Call) and dotted_name(node.func) in ("hasattr", "callable")
 
 
+def _engine_argument_names() -> frozenset[str]:
+    return frozenset(load_facts().engine_arguments)
+
+
+def _handler_names(handler: ast.ExceptHandler) -> list[str]:
+    """The exception names an except clause catches ("*" for a bare except)."""
+    if handler.type is None:
+        return ["*"]
+    types = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+    return [_last_name(t) or "?" for t in types]
+
+
+def _polarity(test: ast.expr, target: ast.expr) -> str:
+    """ "positive" when `test` is true only if `target` is truthy, "negative" when only if it is falsy,
+    "" when it cannot be told (an `or`, a comparison with something else)."""
+    if test is target:
+        return "positive"
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        inner = _polarity(test.operand, target)
+        return {"positive": "negative", "negative": "positive"}.get(inner, "")
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        for value in test.values:
+            if any(child is target for child in ast.walk(value)):
+                return _polarity(value, target)
+    if isinstance(test, ast.Call) and dotted_name(test.func) == "callable" and test.args and test.args[0] is target:
+        return "positive"
+    if (
+        isinstance(test, ast.Compare)
+        and test.left is target
+        and len(test.ops) == 1
+        and isinstance(test.comparators[0], ast.Constant)
+        and test.comparators[0].value is None
+    ):
+        if isinstance(test.ops[0], ast.IsNot):
+            return "positive"
+        if isinstance(test.ops[0], ast.Is):
+            return "negative"
+    return ""
+
+
+def _called_names(nodes: list[ast.AST]) -> set[str]:
+    """Every name called in `nodes`, and the method names given to collective_rpc-style dispatch."""
+    names: set[str] = set()
+    for root in nodes:
+        for node in ast.walk(root):
+            if isinstance(node, ast.Call):
+                name = _last_name(node.func)
+                names.add(name)
+                if name in RPC_METHODS or name in DISPATCH_HELPERS:
+                    method = _rpc_name(node)
+                    if method:
+                        names.add(method)
+    return names
+
+
 def _calls_reset(statements: list[ast.stmt]) -> bool:
     for statement in statements:
         for node in ast.walk(statement):
@@ -1021,6 +1310,25 @@ def summarize(
     name = module_name if module_name is not None else module_name_for(path)
     summary = FileSummary(path=path, module=name, engine="unknown")
     summarizer = _Summarizer(summary, _Source(text), helpers)
-    summarizer.visit_block(tree.body)
-    summarizer.finish()
+    with _recursion_headroom():
+        summarizer.visit_block(tree.body)
+        summarizer.finish()
     return summary
+
+
+@contextlib.contextmanager
+def _recursion_headroom() -> Iterator[None]:
+    """Room for the walk over any tree `ast.parse` builds at the current recursion limit.
+
+    CPython builds trees up to about 3 times the limit deep (e.g. 1,000 nested brackets or calls);
+    the walk takes up to 3 frames per level. From Python 3.11 on, Python-to-Python calls use no C
+    stack, so a higher limit is safe; on 3.10 such files stay "too deeply nested to analyse"."""
+    limit = sys.getrecursionlimit()
+    if sys.version_info < (3, 11):  # pragma: no cover
+        yield
+        return
+    sys.setrecursionlimit(max(limit, 10 * limit))
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(limit)

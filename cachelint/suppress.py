@@ -32,6 +32,8 @@ _CACHELINT = re.compile(
     r"#\s*cachelint:[ \t]*(?P<kind>file-ignore|ignore)(?![\w-])(?:\[(?P<codes>[^\]]*)\])?", re.IGNORECASE
 )
 _CODE_SEPARATOR = re.compile(r"[\s,]+")
+# Every directive holds this; files without it (nearly all) are not tokenized.
+_MAY_HOLD_DIRECTIVE = re.compile(r"#\s*(?:noqa|cachelint:)", re.IGNORECASE)
 _STRING_START = frozenset({"FSTRING_START", "TSTRING_START"})
 _STRING_END = frozenset({"FSTRING_END", "TSTRING_END"})
 _NOT_STATEMENT = frozenset(
@@ -105,6 +107,8 @@ def parse_suppressions(text: str | bytes) -> Suppressions:
             text = text.decode(encoding)
         except (SyntaxError, UnicodeDecodeError, LookupError):
             return Suppressions()
+    if not _MAY_HOLD_DIRECTIVE.search(text):
+        return Suppressions()
     layout = scan_layout(text)
     if layout is None:
         return Suppressions()

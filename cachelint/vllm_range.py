@@ -9,7 +9,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
 
@@ -109,6 +108,10 @@ def read_supported_range(root: Path) -> SupportedRange:
 
 
 def _vllm_specifier(text: str) -> SpecifierSet | None:
+    if "vllm" not in text.lower():
+        return None
+    from packaging.requirements import InvalidRequirement, Requirement  # slow to import: only when needed
+
     try:
         requirement = Requirement(text)
     except InvalidRequirement:

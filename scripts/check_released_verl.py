@@ -76,11 +76,13 @@ def in_function(root: Path, finding: dict[str, object], name: str) -> bool:
     location = finding["location"]
     assert isinstance(location, dict)
     tree = ast.parse((root / str(finding["filename"])).read_text(encoding="utf-8"))
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
-            if node.lineno <= int(location["row"]) <= (node.end_lineno or node.lineno):
-                return True
-    return False
+    row = int(location["row"])
+    return any(
+        isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        and node.name == name
+        and node.lineno <= row <= (node.end_lineno or node.lineno)
+        for node in ast.walk(tree)
+    )
 
 
 def expectations(root: Path, version: str, findings: list[dict[str, object]]) -> list[tuple[str, bool]]:
@@ -100,7 +102,10 @@ def expectations(root: Path, version: str, findings: list[dict[str, object]]) ->
             ("CL002 at the gated reset_encoder_cache in _sleep_hybrid", cl002),
         ]
     return [
-        ("no CL003 at clear_kv_cache", not any(f["code"] == "CL003" and in_function(root, f, "clear_kv_cache") for f in findings)),
+        (
+            "no CL003 at clear_kv_cache",
+            not any(f["code"] == "CL003" and in_function(root, f, "clear_kv_cache") for f in findings),
+        ),
         ("no CL002 in _sleep_hybrid", not cl002),
     ]
 
@@ -133,8 +138,10 @@ def fix_run(root: Path, workdir: Path) -> list[tuple[str, bool]]:
             unparsable.append(path)
         print(f"\n--- diff of {path.relative_to(copy)}")
         print("\n".join(difflib.unified_diff(text.splitlines(), after.splitlines(), lineterm="", n=1)))
-    print(f"\n--fix --unsafe-fixes on verl 0.8.0: exit {result.returncode} in {elapsed:.1f} s; "
-          f"{len(changed)} files changed, +{added} -{removed} lines")
+    print(
+        f"\n--fix --unsafe-fixes on verl 0.8.0: exit {result.returncode} in {elapsed:.1f} s; "
+        f"{len(changed)} files changed, +{added} -{removed} lines"
+    )
     if result.stderr.strip():
         print(result.stderr.strip())
     again, _ = check(copy, "--select", "CL002,CL003")

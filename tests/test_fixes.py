@@ -99,7 +99,7 @@ def test_cross_file_fix_is_all_or_nothing(tmp_path: Path, monkeypatch: pytest.Mo
     )
     driver = "from vllm import LLM\n\ndef push(llm: LLM, weights):\n    llm.collective_rpc('refit', args=(weights,))\n"
     monkeypatch.chdir(_project(tmp_path, {"worker.py": worker, "driver.py": driver}))
-    os.chmod("driver.py", 0o444)
+    Path("driver.py").chmod(0o444)
     outcome = fix_to_fixed_point([Path("worker.py")], Settings(), unsafe=True)
     assert {file.display for file in outcome.changed} == {"worker.py", "driver.py"}
     assert "llm.llm_engine.reset_encoder_cache()" in next(f.text for f in outcome.changed if f.display == "driver.py")

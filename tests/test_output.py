@@ -16,7 +16,7 @@ from cachelint import docs
 from cachelint.finding import Applicability, Edit, Finding, Fix, Span
 from cachelint.output import FORMATS, ReportContext, render
 
-SARIF_SCHEMA = Path("/work/shared/knowledge/sarif-schema-2.1.0.json")
+SARIF_SCHEMA = Path(__file__).parent / "data" / "sarif-schema-2.1.0.json"  # a copy of the OASIS schema
 
 WORKER = "demo_rl/worker_extension.py"
 ROLLOUT = "demo_rl/rollout.py"

@@ -100,12 +100,15 @@ def annotation(indent: str, label: str, message: str) -> Text:
 
 
 def fix_diff(finding: Finding, source: str, indent: str) -> list[Text]:
-    """The fix's edits to this finding's own file as a unified diff with one line of context."""
+    """The fix's edits to this finding's own file as a unified diff with one line of context; a
+    display-only fix without edits (a suggestion) as its message alone."""
     fix = finding.fix
     edits = [edit for edit in fix.edits if edit.path == finding.path] if fix else []
-    if fix is None or not edits:
+    if fix is None or not (edits or fix.applicability is Applicability.DISPLAY):
         return []
     rows = [annotation(indent, f"fix ({_APPLICABILITY_LABELS[fix.applicability]})", fix.message)]
+    if not edits:
+        return rows
     try:
         fixed = apply_edits(source, edits)
     except ValueError:

@@ -12,6 +12,11 @@ def _all_rules() -> tuple[Rule, ...]:
     from cachelint.rules.cl002_version_gated_reset import VersionGatedReset
     from cachelint.rules.cl003_refit_without_mm_reset import RefitWithoutMmReset
     from cachelint.rules.cl004_mm_processor_cache_desync import MmProcessorCacheDesync
+    from cachelint.rules.cl005_unawaited_engine_coroutine import UnawaitedEngineCoroutine
+    from cachelint.rules.cl006_hasattr_never_true import HasattrNeverTrue
+    from cachelint.rules.cl007_prefix_reset_may_noop import PrefixResetMayNoop
+    from cachelint.rules.cl008_unknown_worker_rpc import UnknownWorkerRpc
+    from cachelint.rules.cl009_removed_engine_argument import RemovedEngineArgument
     from cachelint.rules.cl100_unused_suppression import UnusedSuppression
 
     return (
@@ -19,6 +24,11 @@ def _all_rules() -> tuple[Rule, ...]:
         VersionGatedReset(),
         RefitWithoutMmReset(),
         MmProcessorCacheDesync(),
+        UnawaitedEngineCoroutine(),
+        HasattrNeverTrue(),
+        PrefixResetMayNoop(),
+        UnknownWorkerRpc(),
+        RemovedEngineArgument(),
         UnusedSuppression(),
     )
 

@@ -11,8 +11,8 @@ from cachelint.facts import EngineClass
 from cachelint.finding import Applicability, Finding, Fix
 from cachelint.project import FunctionRef, Reached
 from cachelint.rules.base import Context, Rule, RuleInfo
-from cachelint.rules.events import assumed_class, clears_caches, is_engine_level, style_call
-from cachelint.rules.insertions import guarded, insert_after
+from cachelint.rules.events import awaits, clears_caches, engine_reset_lines, is_engine_level, style_call
+from cachelint.rules.insertions import insert_after
 from cachelint.summary import FileSummary, ResetEvent
 
 MM_RESET_SINCE = Version("0.9.0")
@@ -138,38 +138,14 @@ def _help(stale: StalePrefixReset) -> str:
     return f"Reset them at engine level right after the prefix reset: {calls}"
 
 
-LLM_RESET_MM_SINCE = Version("0.11.1")
-
-
-def _reset_line(event: ResetEvent, method: str, context: Context) -> list[str]:
-    """The engine-level `method` on the prefix reset's receiver, hasattr-guarded when needed."""
-    cls = assumed_class(event)
-    receiver = event.receiver
-    if cls is EngineClass.LLM and (
-        method == "reset_encoder_cache" or context.supported.includes_before(LLM_RESET_MM_SINCE)
-    ):
-        receiver, cls = f"{receiver}.llm_engine", EngineClass.LLM_ENGINE
-    call = f"{'await ' if _awaits(event) else ''}{receiver}.{method}()"
-    first = context.facts.first_release(method, cls)
-    assert event.anchor is not None
-    if first is None or context.supported.includes_before(first):
-        return guarded(receiver, method, call, event.anchor)
-    return [call]
-
-
-def _awaits(event: ResetEvent) -> bool:
-    """Await the added resets where the prefix reset's coroutine is awaited, now or later."""
-    return event.awaited or (event.in_async and assumed_class(event) is EngineClass.ASYNC_LLM)
-
-
 def _fix(file: FileSummary, stale: StalePrefixReset, context: Context) -> Fix:
     event = stale.event
     if event.via not in ("direct", "alias") or event.anchor is None or not event.anchor.own_lines:
         return Fix(_help(stale), Applicability.DISPLAY)
-    if _awaits(event) and not event.awaited:
+    if awaits(event) and not event.awaited:
         return Fix(f"{_help(stale)}, once the stored coroutine has been awaited", Applicability.DISPLAY)
     methods = {"multimodal": "reset_mm_cache", "encoder": "reset_encoder_cache"}
-    lines = [line for cache in stale.missing for line in _reset_line(event, methods[cache], context)]
+    lines = [line for cache in stale.missing for line in engine_reset_lines(event, methods[cache], context)]
     edit = insert_after(file.path, event.anchor, lines)
     caches = " and ".join(stale.missing)
     return Fix(f"Reset the {caches} caches after the prefix cache", Applicability.UNSAFE, (edit,))

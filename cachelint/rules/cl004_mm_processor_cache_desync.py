@@ -6,10 +6,9 @@ from collections.abc import Iterator
 
 from packaging.version import Version
 
-from cachelint.facts import EngineClass
 from cachelint.finding import Applicability, Finding, Fix
 from cachelint.rules.base import Context, Rule, RuleInfo
-from cachelint.rules.events import clears_caches, is_engine_level
+from cachelint.rules.events import clears_caches, engine_reset_lines, is_engine_level
 from cachelint.rules.insertions import insert_after
 from cachelint.summary import FileSummary, FunctionSummary, ResetEvent, Workaround
 
@@ -98,15 +97,9 @@ _HELP = (
 )
 
 
-LLM_RESET_MM_SINCE = Version("0.11.1")
-
-
 def _fix(file: FileSummary, event: ResetEvent, context: Context) -> Fix:
     if event.via not in ("direct", "alias") or event.anchor is None or not event.anchor.own_lines:
         return Fix(_HELP, Applicability.DISPLAY)
-    receiver = event.receiver
-    if event.receiver_class == EngineClass.LLM.value and context.supported.includes_before(LLM_RESET_MM_SINCE):
-        receiver = f"{receiver}.llm_engine"
-    call = f"{'await ' if event.awaited else ''}{receiver}.reset_mm_cache()"
-    edit = insert_after(file.path, event.anchor, [call])
-    return Fix(f"Call `{call}` right after the pause", Applicability.UNSAFE, (edit,))
+    lines = engine_reset_lines(event, "reset_mm_cache", context)
+    edit = insert_after(file.path, event.anchor, lines)
+    return Fix(f"Call `{lines[-1].strip()}` right after the pause", Applicability.UNSAFE, (edit,))

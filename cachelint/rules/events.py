@@ -5,7 +5,9 @@ from __future__ import annotations
 from packaging.version import Version
 
 from cachelint.facts import EngineClass, Facts, Scope
-from cachelint.summary import ResetEvent
+from cachelint.rules import insertions
+from cachelint.rules.base import Context
+from cachelint.summary import Gate, ResetEvent
 
 ENGINE_LEVEL_CLASSES = (EngineClass.ASYNC_LLM, EngineClass.LLM_ENGINE, EngineClass.LLM)
 
@@ -77,3 +79,56 @@ def style_call(event: ResetEvent, method: str) -> str:
     receiver = event.receiver or "engine"
     call = f"{receiver}.{method}()"
     return f"await {call}" if event.awaited else call
+
+
+def awaits(event: ResetEvent) -> bool:
+    """Whether code added next to the event must await: its coroutine is awaited, now or later."""
+    return event.awaited or (event.in_async and assumed_class(event) is EngineClass.ASYNC_LLM)
+
+
+def engine_reset_lines(event: ResetEvent, method: str, context: Context) -> list[str]:
+    """The engine-level `method` on the event's receiver, in its style, as lines to insert after it.
+
+    A sync `vllm.LLM` goes through `llm.llm_engine` where it lacks the method; the call is guarded with
+    `hasattr` when some supported release on which the event's own call exists lacks `method`."""
+    facts = context.facts
+    cls = assumed_class(event)
+    receiver = event.receiver
+    llm_since = facts.first_release(method, EngineClass.LLM)
+    if cls is EngineClass.LLM and (llm_since is None or context.supported.includes_before(llm_since)):
+        receiver, cls = f"{receiver}.llm_engine", EngineClass.LLM_ENGINE
+    call = f"{'await ' if awaits(event) else ''}{receiver}.{method}()"
+    runs_from = facts.first_release(event.method, assumed_class(event))
+    releases = [r for r in context.supported.releases if runs_from is None or r >= runs_from]
+    first = facts.first_release(method, cls)
+    assert event.anchor is not None
+    if first is None or any(release < first for release in releases):
+        return insertions.guarded(receiver, method, call, event.anchor)
+    return [call]
+
+
+_COMPARE = {
+    ">=": lambda release, threshold: release >= threshold,
+    ">": lambda release, threshold: release > threshold,
+    "<=": lambda release, threshold: release <= threshold,
+    "<": lambda release, threshold: release < threshold,
+    "==": lambda release, threshold: release == threshold,
+    "!=": lambda release, threshold: release != threshold,
+}
+
+
+def gates_allow(gates: list[Gate], release: Version) -> bool:
+    """Whether every version gate around a call lets it run on `release` (a string comparison is read
+    as the version comparison it meant)."""
+    for gate in gates:
+        compare = _COMPARE.get(gate.operator)
+        if compare is not None and not compare(release, Version(gate.threshold)):
+            return False
+    return True
+
+
+def describe_releases(releases: list[Version]) -> str:
+    """`0.32.0-0.33.0`, or the one release."""
+    if not releases:
+        return "no release"
+    return str(releases[0]) if len(releases) == 1 else f"{releases[0]}-{releases[-1]}"

@@ -1,0 +1,345 @@
+"""Time cachelint against its peers on two corpora built on the fly; print one table, then the ratios.
+
+Corpora (in a temporary folder, each with a pyproject.toml at its root, as a repository has):
+  rl      the wheels of verl 0.9.1, trl 1.16.0 and openrlhf 0.11.2 (`pip download --no-deps`), unpacked;
+  stdlib  the standard library of the running interpreter, without site-packages.
+
+For each corpus, repetitions interleaved so that a change in machine load hits every tool alike:
+  cachelint cold (`--no-cache`), warm (cache filled, nothing changed), and one changed file as
+  pre-commit runs it (`check --force-exclude FILE` from the corpus root, the rest of the cache warm,
+  FILE given a new function each time); Fixit with one trivial rule; `ruff check --no-cache --select
+  ALL` and `--select E9,F63,F7,F82`; libcst parsing every file (the floor of any libcst linter).
+Wall time is measured around each command, peak RSS is the largest resident size of the command or
+any of its subprocesses (`getrusage(RUSAGE_CHILDREN)` in a fresh wrapper process).
+
+Fixit and ruff are installed into a virtual environment of their own (`--venv`), never into the
+environment of cachelint, which is run with this interpreter (`python -m cachelint`).
+
+Usage: python bench/run_bench.py [--repeat 3] [--corpus rl] [--corpus stdlib] [--skip fixit]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+import zipfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+RL_WHEELS = ("verl==0.9.1", "trl==1.16.0", "openrlhf==0.11.2")
+PEERS = ("fixit==2.2.1", "ruff==0.17.6")
+# The file pre-commit hands over in the one-changed-file runs: one the rules must analyse.
+CHANGED_FILE = {"rl": "**/verl/workers/rollout/vllm_rollout/vllm_async_server.py", "stdlib": "asyncio/base_events.py"}
+TOOLS = ("libcst", "ruff-e9", "ruff-all", "cold", "warm", "changed", "fixit")
+LABELS = {
+    "cold": "cachelint cold (--no-cache)",
+    "warm": "cachelint warm (nothing changed)",
+    "changed": "cachelint, one changed file (pre-commit)",
+    "fixit": "Fixit, one trivial rule",
+    "ruff-all": "ruff --no-cache --select ALL",
+    "ruff-e9": "ruff --no-cache --select E9,F63,F7,F82",
+    "libcst": "libcst parses every file (floor)",
+}
+TRIVIAL_RULE = '''\
+import libcst as cst
+from fixit import LintRule
+
+
+class TrivialRule(LintRule):
+    """Visits every name and reports nothing."""
+
+    def visit_Name(self, node: cst.Name) -> None:
+        pass
+'''
+LIBCST_FLOOR = """\
+import pathlib, sys, libcst
+for path in sorted(pathlib.Path(sys.argv[1]).rglob("*.py")):
+    try:
+        libcst.parse_module(path.read_bytes())
+    except Exception:
+        pass
+"""
+MEASURE = """\
+import json, resource, subprocess, sys, time
+command, cwd, env = json.loads(sys.argv[1])
+start = time.perf_counter()
+code = subprocess.call(command, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+wall = time.perf_counter() - start
+peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+print(json.dumps([wall, peak * (1 if sys.platform == "darwin" else 1024), code]))
+"""
+
+
+@dataclass
+class Corpus:
+    name: str
+    root: Path
+    files: int
+    lines: int
+    changed: Path
+
+
+@dataclass
+class Runs:
+    walls: list[float] = field(default_factory=list)
+    peaks: list[int] = field(default_factory=list)
+    codes: set[int] = field(default_factory=set)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeat", type=int, default=3, help="timed runs of each command (default 3)")
+    parser.add_argument("--corpus", action="append", choices=("rl", "stdlib"), help="default: both")
+    parser.add_argument("--skip", action="append", choices=TOOLS, default=[], help="leave a command out")
+    parser.add_argument("--fixit-repeat", type=int, help="timed Fixit runs (default: --repeat); it is slow")
+    parser.add_argument("--work", type=Path, help="folder for the corpora (default: a temporary one)")
+    parser.add_argument("--wheels", type=Path, help="take the RL wheels from here instead of downloading")
+    parser.add_argument(
+        "--venv",
+        type=Path,
+        default=Path(tempfile.gettempdir()) / "cachelint-bench-venv",
+        help="virtual environment for Fixit and ruff, made when missing (default: %(default)s)",
+    )
+    options = parser.parse_args()
+    work = options.work or Path(tempfile.mkdtemp(prefix="cachelint-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    venv = peers_venv(options.venv)
+    rules = work / "fixit-rules"
+    rules.mkdir(exist_ok=True)
+    (rules / "bench_trivial_rule.py").write_text(TRIVIAL_RULE, encoding="utf-8")
+    environment = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
+    precompile_cachelint()
+    results: dict[str, dict[str, Runs]] = {}
+    corpora = []
+    for name in options.corpus or ["rl", "stdlib"]:
+        corpus = build_rl(work, venv, options.wheels) if name == "rl" else build_stdlib(work)
+        corpora.append(corpus)
+        log(f"{name}: {corpus.files} files, {corpus.lines} lines in {corpus.root}")
+        results[name] = run_corpus(corpus, venv, rules, environment, options)
+    print_report(corpora, results)
+
+
+def log(message: str) -> None:
+    print(f"[bench] {message}", file=sys.stderr, flush=True)
+
+
+def venv_bin(venv: Path, name: str) -> Path:
+    return venv / ("Scripts" if os.name == "nt" else "bin") / name
+
+
+def peers_venv(venv: Path) -> Path:
+    if not (venv_bin(venv, "fixit").exists() and venv_bin(venv, "ruff").exists()):
+        log(f"installing {', '.join(PEERS)} into {venv}")
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        subprocess.run([str(venv_bin(venv, "python")), "-m", "pip", "install", "-q", *PEERS], check=True)
+    return venv
+
+
+def precompile_cachelint() -> None:
+    """As an installed package has them: the bytecode of cachelint, so that no run pays to compile it."""
+    import cachelint
+
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(Path(cachelint.__file__).parent)], check=False)
+
+
+def build_rl(work: Path, venv: Path, wheels: Path | None) -> Corpus:
+    root = work / "rl"
+    if not root.exists():
+        if wheels is None:
+            wheels = work / "wheels"
+            log(f"downloading {', '.join(RL_WHEELS)}")
+            pip = [str(venv_bin(venv, "python")), "-m", "pip"]
+            options = ["-q", "--no-deps", "--only-binary=:all:", "--dest", str(wheels)]
+            subprocess.run([*pip, "download", *options, *RL_WHEELS], check=True)
+        for wheel in sorted(wheels.rglob("*.whl")):
+            if any(wheel.name.startswith(spec.split("==")[0] + "-" + spec.split("==")[1]) for spec in RL_WHEELS):
+                with zipfile.ZipFile(wheel) as archive:
+                    archive.extractall(root / wheel.stem)
+        mark_project(root, "rl-corpus")
+    return describe("rl", root)
+
+
+def build_stdlib(work: Path) -> Corpus:
+    root = work / "stdlib"
+    if not root.exists():
+        source = Path(sysconfig.get_paths()["stdlib"])
+        for path in source.rglob("*.py*"):
+            relative = path.relative_to(source)
+            if path.suffix in (".py", ".pyi") and not {"site-packages", "__pycache__"} & set(relative.parts):
+                (root / relative).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(path, root / relative)
+        mark_project(root, "stdlib-corpus")
+    return describe("stdlib", root)
+
+
+def mark_project(root: Path, name: str) -> None:
+    (root / "pyproject.toml").write_text(f'[project]\nname = "{name}"\nversion = "0"\n', encoding="utf-8")
+
+
+def describe(name: str, root: Path) -> Corpus:
+    files = [path for path in root.rglob("*.py*") if path.suffix in (".py", ".pyi")]
+    lines = sum(path.read_bytes().count(b"\n") for path in files)
+    changed = sorted(root.glob(CHANGED_FILE[name]))
+    if not changed:
+        raise SystemExit(f"{name}: no file matches {CHANGED_FILE[name]}")
+    return Corpus(name, root, len(files), lines, changed[0])
+
+
+def measure(command: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, int, int]:
+    payload = json.dumps([command, str(cwd), env])
+    output = subprocess.run([sys.executable, "-c", MEASURE, payload], capture_output=True, text=True, check=True)
+    wall, peak, code = json.loads(output.stdout)
+    return wall, peak, code
+
+
+def run_corpus(
+    corpus: Corpus, venv: Path, rules: Path, environment: dict[str, str], options: argparse.Namespace
+) -> dict[str, Runs]:
+    cachelint = [sys.executable, "-m", "cachelint", "check"]
+    ruff = [str(venv_bin(venv, "ruff")), "check", "--no-cache"]
+    fixit_env = {**environment, "PYTHONPATH": str(rules)}
+    changed = corpus.changed.relative_to(corpus.root).as_posix()
+    original = corpus.changed.read_bytes()
+    commands: dict[str, tuple[list[str], dict[str, str]]] = {
+        "libcst": ([sys.executable, "-c", LIBCST_FLOOR, "."], environment),
+        "ruff-e9": ([*ruff, "--select", "E9,F63,F7,F82", "."], environment),
+        "ruff-all": ([*ruff, "--select", "ALL", "."], environment),
+        "cold": ([*cachelint, "--no-cache", "."], environment),
+        "warm": ([*cachelint, "."], environment),
+        "changed": ([*cachelint, "--force-exclude", changed], environment),
+        "fixit": ([str(venv_bin(venv, "fixit")), "--rules", "bench_trivial_rule", "lint", "."], fixit_env),
+    }
+
+    def fill_cache(rep: int) -> None:
+        untimed([*cachelint, "."], corpus.root, environment)
+
+    def change_file(rep: int) -> None:
+        corpus.changed.write_bytes(original + f"\n\ndef _bench_edit_{rep}():\n    return {rep}\n".encode())
+
+    prepare: dict[str, Callable[[int], None]] = {"warm": fill_cache, "changed": change_file}
+    untimed([*cachelint, "--no-cache", "."], corpus.root, environment)  # page cache and bytecode
+    runs = {tool: Runs() for tool in TOOLS if tool not in options.skip}
+    fixit_repeat = options.fixit_repeat if options.fixit_repeat is not None else options.repeat
+    try:
+        for rep in range(options.repeat):
+            for tool in runs:
+                if tool == "fixit" and rep >= fixit_repeat:
+                    continue
+                if tool in prepare:
+                    prepare[tool](rep)
+                command, env = commands[tool]
+                wall, peak, code = measure(command, corpus.root, env)
+                log(f"{corpus.name} #{rep + 1} {LABELS[tool]}: {wall:.2f} s, {peak / 2**20:.0f} MB, exit {code}")
+                runs[tool].walls.append(wall)
+                runs[tool].peaks.append(peak)
+                runs[tool].codes.add(code)
+    finally:
+        corpus.changed.write_bytes(original)
+    return runs
+
+
+def untimed(command: list[str], cwd: Path, env: dict[str, str]) -> None:
+    subprocess.run(command, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+
+
+def print_report(corpora: list[Corpus], results: dict[str, dict[str, Runs]]) -> None:
+    print(f"Machine: {machine()}")
+    print(f"Python {platform.python_version()}; load average (1, 5, 15 min) {START_LOAD} at start, {load()} at end")
+    print()
+    header = f"{'corpus':<8} {'command':<42} {'runs':>4} {'median s':>9} {'min-max s':>14} {'peak RSS MB':>12}"
+    print(header)
+    print("-" * len(header))
+    for corpus in corpora:
+        label = f"{corpus.name} ({corpus.files} files, {corpus.lines // 1000}k lines)"
+        print(label)
+        for tool, runs in results[corpus.name].items():
+            if not runs.walls:
+                continue
+            spread = f"{min(runs.walls):.2f}-{max(runs.walls):.2f}"
+            peak = max(runs.peaks) / 2**20
+            print(f"{'':<8} {LABELS[tool]:<42} {len(runs.walls):>4} {median(runs):>9.2f} {spread:>14} {peak:>12.0f}")
+    print()
+    print("Ratios (medians of this run):")
+    for corpus in corpora:
+        found = results[corpus.name]
+        if "cold" not in found:
+            continue
+        cold = median(found["cold"])
+        for peer in ("fixit", "ruff-all", "ruff-e9", "libcst"):
+            if peer in found and found[peer].walls:
+                print(f"  {corpus.name}: cachelint cold / {LABELS[peer]} = {cold / median(found[peer]):.3f}")
+    print()
+    print("Targets:")
+    for line in targets(corpora, results):
+        print(f"  {line}")
+
+
+def median(runs: Runs) -> float:
+    return statistics.median(runs.walls)
+
+
+def targets(corpora: list[Corpus], results: dict[str, dict[str, Runs]]) -> list[str]:
+    lines = []
+
+    def verdict(ok: bool) -> str:
+        return "met" if ok else "NOT MET"
+
+    for corpus in corpora:
+        runs = results[corpus.name]
+
+        def value(tool: str, runs: dict[str, Runs] = runs) -> float | None:
+            return median(runs[tool]) if tool in runs and runs[tool].walls else None
+
+        cold, fixit, ruff_all = value("cold"), value("fixit"), value("ruff-all")
+        if corpus.name == "rl" and cold and fixit:
+            lines.append(f"rl cold at least 50x faster than Fixit: {fixit / cold:.1f}x, {verdict(fixit / cold >= 50)}")
+        if cold and ruff_all:
+            limit = 3 if corpus.name == "rl" else 5
+            ratio = cold / ruff_all
+            lines.append(f"{corpus.name} cold at most {limit}x ruff ALL: {ratio:.2f}x, {verdict(ratio <= limit)}")
+        warm, changed = value("warm"), value("changed")
+        if corpus.name == "rl" and warm is not None:
+            lines.append(f"rl warm under 0.5 s: {warm:.2f} s, {verdict(warm < 0.5)}")
+        if corpus.name == "rl" and changed is not None:
+            lines.append(f"rl one changed file under 0.4 s: {changed:.2f} s, {verdict(changed < 0.4)}")
+        peaks = [max(runs[tool].peaks) for tool in ("cold", "warm", "changed") if tool in runs and runs[tool].peaks]
+        if peaks:
+            peak = max(peaks) / 2**20
+            lines.append(f"{corpus.name} cachelint peak RSS under 300 MB: {peak:.0f} MB, {verdict(peak < 300)}")
+    return lines
+
+
+def machine() -> str:
+    model = platform.processor() or platform.machine()
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.exists():
+        for line in cpuinfo.read_text(encoding="utf-8", errors="replace").splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return f"{model}, {cores} cores usable, {platform.system()} {platform.release()}"
+
+
+def load() -> str:
+    if hasattr(os, "getloadavg"):
+        return " ".join(f"{value:.2f}" for value in os.getloadavg())
+    return "unknown"
+
+
+START_LOAD = load()
+
+if __name__ == "__main__":
+    started = time.perf_counter()
+    main()
+    log(f"done in {time.perf_counter() - started:.0f} s")

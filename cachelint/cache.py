@@ -1,0 +1,316 @@
+"""The persistent cache: what each file's bytes hold (trigger words, syntax, summary), in sqlite3.
+
+An entry is keyed by a digest of the file's bytes, the module name it is summarized under, the settings
+that change the analysis and the cachelint code itself, so a changed file, setting or release never
+reads a stale entry. Entries are JSON text, never pickles. Any problem with the cache (a corrupt
+database or entry, a folder that cannot be written) turns it off or skips the entry, leaving one warning
+for the caller to print; the analysis never depends on it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from cachelint.finding import Span
+
+if TYPE_CHECKING:
+    import sqlite3
+
+    from cachelint.config import Settings
+
+DATABASE = "cache.sqlite3"
+# https://bford.info/cachedir/: backup and archiving tools skip a folder holding this file.
+CACHEDIR_TAG = (
+    "Signature: 8a477f597d28d172789f06886806bc55\n"
+    "# This file is a cache directory tag created by cachelint.\n"
+    "# For information about cache directory tags, see:\n"
+    "#\thttps://bford.info/cachedir/\n"
+)
+GITIGNORE = "# Automatically created by cachelint.\n*\n"
+BUSY_TIMEOUT_SECONDS = 10.0
+# Entries not read or written for this many days are dropped when the cache is next written.
+KEEP_DAYS = 30
+_QUERY_CHUNK = 500
+
+
+class CacheError(Exception):
+    pass
+
+
+@dataclass
+class FileRecord:
+    """What a file's bytes are known to hold, as far as a run needed: what the cache stores per file.
+
+    `syntax` is None while the file has not been parsed, "ok" when it parses, else the message, line
+    and column of the first error. `defined` holds the words after each `def ` in the bytes, once a
+    run looked for them. `summary` is the JSON of the file's `FileSummary` (with an empty path),
+    stored apart and decoded only when a run needs it."""
+
+    trigger: bool
+    syntax: str | tuple[str, int, int] | None = None
+    defined: list[str] | None = None
+    summary: str | None = None
+
+    def to_text(self) -> str:
+        """Everything but the summary, as JSON."""
+        return json.dumps([self.trigger, self.syntax, self.defined], separators=(",", ":"))
+
+    @classmethod
+    def from_text(cls, text: str, summary: str | None = None) -> FileRecord:
+        trigger, syntax, defined = json.loads(text)
+        if not isinstance(trigger, bool) or not (summary is None or isinstance(summary, str)):
+            raise ValueError("malformed cache entry")
+        if defined is not None and not (isinstance(defined, list) and all(isinstance(d, str) for d in defined)):
+            raise ValueError("malformed cache entry")
+        if syntax is not None and syntax != "ok":
+            message, line, col = syntax
+            if not (isinstance(message, str) and isinstance(line, int) and isinstance(col, int)):
+                raise ValueError("malformed cache entry")
+            syntax = (message, line, col)
+        return cls(trigger, syntax, defined, summary)
+
+
+def plain(value: Any) -> Any:
+    """Dataclasses as dicts of their fields (`dataclasses.asdict` copies deeply and is much slower),
+    spans as their four numbers."""
+    if isinstance(value, Span):
+        return value.to_json()
+    if hasattr(value, "__dataclass_fields__"):
+        return {name: getattr(value, name) for name in value.__dataclass_fields__}
+    raise TypeError(f"cannot store {type(value).__name__} in the cache")
+
+
+def code_fingerprint() -> str:
+    """The cachelint release plus the size and time of every file of the package, so that a changed
+    cachelint (an upgrade, or an edited development checkout) never reads entries an older one wrote."""
+    from cachelint import __version__
+
+    package = Path(__file__).parent
+    digest = hashlib.sha256(__version__.encode())
+    for path, stat in sorted(_package_files(package)):
+        digest.update(f"\0{path}\0{stat.st_size}\0{stat.st_mtime_ns}".encode())
+    return digest.hexdigest()[:16]
+
+
+def _package_files(folder: Path) -> Iterator[tuple[str, os.stat_result]]:
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                if entry.name != "__pycache__":
+                    yield from _package_files(Path(entry.path))
+            elif not entry.name.endswith(".pyc"):
+                yield entry.path, entry.stat()
+
+
+def cache_folder(settings: Settings, root: Path) -> Path:
+    """Where the cache of the project at `root` lives (`cache-dir` is relative to the project root)."""
+    folder = Path(settings.cache_dir).expanduser()
+    return folder if folder.is_absolute() else root / folder
+
+
+class Cache:
+    """The cache of one project for one run. Lookups and writes never raise; see `warning`."""
+
+    def __init__(self, folder: Path, salt: str) -> None:
+        self.folder = folder
+        self.salt = salt.encode()
+        self.warning: str | None = None
+        self._connection: sqlite3.Connection | None = None
+        self._state = "closed"  # then "open", or "off" for the rest of the run
+        self._pending: dict[str, tuple[str, str | None]] = {}
+        self._touched: list[str] = []
+        self._today = int(time.time() // 86400)
+
+    @classmethod
+    def for_run(cls, settings: Settings, root: Path) -> Cache:
+        return cls(cache_folder(settings, root), f"{code_fingerprint()}\0{settings.analysis_hash()}")
+
+    def key(self, raw: bytes, module: str) -> str:
+        digest = hashlib.sha256(self.salt + b"\0" + module.encode() + b"\0")
+        digest.update(raw)
+        return digest.hexdigest()
+
+    def get_many(self, keys: Iterable[str]) -> dict[str, FileRecord]:
+        """The records stored under `keys`; a corrupt record is left out (and noted)."""
+        connection = self._connect()
+        if connection is None:
+            return {}
+        wanted = list(dict.fromkeys(keys))
+        found: dict[str, FileRecord] = {}
+        try:
+            for start in range(0, len(wanted), _QUERY_CHUNK):
+                chunk = wanted[start : start + _QUERY_CHUNK]
+                marks = ",".join("?" * len(chunk))
+                query = f"SELECT key, value, summary, used FROM entries WHERE key IN ({marks})"
+                for key, value, summary, used in connection.execute(query, chunk):
+                    try:
+                        found[key] = FileRecord.from_text(value, summary)
+                    except (ValueError, TypeError):
+                        self.note_corrupt_entry()
+                        continue
+                    if used != self._today:
+                        self._touched.append(key)
+        except Exception as error:  # sqlite3.Error, or whatever else a damaged file provokes
+            self._turn_off("cannot read", error)
+            return {}
+        return found
+
+    def run_key(self, inputs: str) -> str:
+        return "run:" + hashlib.sha256(self.salt + b"\0run\0" + inputs.encode()).hexdigest()
+
+    def get_run(self, key: str, file_keys: list[str]) -> list[dict[str, Any]] | None:
+        """The findings stored under the run `key`. When first read on a day, the entries of
+        `file_keys` count as used that day too (they must outlive the run entry)."""
+        connection = self._connect()
+        if connection is None:
+            return None
+        try:
+            row = connection.execute("SELECT value, used FROM entries WHERE key = ?", (key,)).fetchone()
+        except Exception as error:
+            self._turn_off("cannot read", error)
+            return None
+        if row is None:
+            return None
+        try:
+            findings = json.loads(row[0])
+            if not isinstance(findings, list) or not all(isinstance(item, dict) for item in findings):
+                raise ValueError("malformed cache entry")
+        except ValueError:
+            self.note_corrupt_entry()
+            return None
+        if row[1] != self._today:
+            self._touched.extend([key, *file_keys])
+        return findings
+
+    def put_run(self, key: str, findings: list[dict[str, Any]]) -> None:
+        if self._state != "off":
+            self._pending[key] = (json.dumps(findings, separators=(",", ":")), None)
+
+    def note_corrupt_entry(self) -> None:
+        self._warn(f"ignored a corrupt entry of the cache in {self.folder} (it is rewritten)")
+
+    def put(self, key: str, record: FileRecord) -> None:
+        if self._state != "off":
+            self._pending[key] = (record.to_text(), record.summary)
+
+    def flush(self) -> None:
+        """Write what this run learnt, drop long-unused entries, close the database."""
+        if not self._pending and not self._touched:
+            self.close()
+            return
+        connection = self._connect()
+        if connection is None:
+            return
+        try:
+            with connection:
+                connection.execute("BEGIN IMMEDIATE")
+                connection.executemany(
+                    "INSERT OR REPLACE INTO entries (key, value, summary, used) VALUES (?, ?, ?, ?)",
+                    [(key, value, summary, self._today) for key, (value, summary) in self._pending.items()],
+                )
+                connection.executemany(
+                    "UPDATE entries SET used = ? WHERE key = ?", [(self._today, key) for key in self._touched]
+                )
+                connection.execute("DELETE FROM entries WHERE used < ?", (self._today - KEEP_DAYS,))
+        except Exception as error:
+            self._turn_off("cannot write", error)
+        finally:
+            self._pending.clear()
+            self._touched.clear()
+            self.close()
+
+    def close(self) -> None:
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
+        if self._state == "open":
+            self._state = "closed"
+
+    def _connect(self) -> sqlite3.Connection | None:
+        if self._state != "closed":
+            return self._connection
+        try:
+            self._prepare_folder()
+        except OSError as error:
+            self._turn_off("cannot create", error)
+            return None
+        import sqlite3
+
+        try:
+            connection = sqlite3.connect(self.folder / DATABASE, timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None)
+        except Exception as error:
+            self._turn_off("cannot open", error)
+            return None
+        try:
+            connection.execute("PRAGMA journal_mode=WAL")
+            connection.execute("PRAGMA synchronous=NORMAL")
+            connection.execute(
+                "CREATE TABLE IF NOT EXISTS entries"
+                " (key TEXT PRIMARY KEY, value TEXT NOT NULL, summary TEXT, used INTEGER NOT NULL)"
+            )
+        except Exception as error:
+            connection.close()
+            self._turn_off("cannot use", error)
+            return None
+        self._connection = connection
+        self._state = "open"
+        return connection
+
+    def _prepare_folder(self) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        for name, content in (("CACHEDIR.TAG", CACHEDIR_TAG), (".gitignore", GITIGNORE)):
+            path = self.folder / name
+            if not path.exists():
+                _write_atomically(path, content)
+
+    def _turn_off(self, failure: str, error: BaseException) -> None:
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
+        self._state = "off"
+        self._pending.clear()
+        self._touched.clear()
+        self._warn(f"{failure} the cache in {self.folder} ({_reason(error)}); the cache is off for this run")
+
+    def _warn(self, message: str) -> None:
+        if self.warning is None:
+            self.warning = message
+
+
+def _reason(error: BaseException) -> str:
+    if isinstance(error, OSError) and error.strerror:
+        return error.strerror
+    return str(error) or type(error).__name__
+
+
+def _write_atomically(path: Path, content: str) -> None:
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        temporary.write_text(content, encoding="utf-8")
+        temporary.replace(path)
+    finally:
+        temporary.unlink(missing_ok=True)
+
+
+def remove_cache(folder: Path) -> bool:
+    """Delete the cache folder; False when there is none. A folder without cachelint's CACHEDIR.TAG is
+    refused (CacheError), so that a mistaken `cache-dir` cannot delete anything else."""
+    if not folder.exists() and not folder.is_symlink():
+        return False
+    try:
+        tag = (folder / "CACHEDIR.TAG").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        tag = ""
+    if folder.is_symlink() or not tag.startswith(CACHEDIR_TAG.split("\n", 2)[0]) or "cachelint" not in tag:
+        raise CacheError(f"{folder} has no CACHEDIR.TAG written by cachelint; not removing it")
+    import shutil
+
+    shutil.rmtree(folder)
+    return True

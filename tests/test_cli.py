@@ -1,0 +1,448 @@
+"""The command line end to end: exit codes, colour, --quiet/--statistics, stdin, --add-noqa, suppressions,
+the progress bar. Every test runs the real `python -m cachelint` in a subprocess on files on disk."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+from cli_runner import CLEAN, DEMO, WORKER, check, check_on_terminal, tiny_project, write_tree
+
+CL001_MESSAGE = (
+    "`self.model_runner.reset_encoder_cache()` clears only the workers' encoder-output tensors; the scheduler "
+    "keeps its record of the cached images, so the next request with the same image fails with 'Encoder cache miss'"
+)
+CL001_LINE = f"tiny_rl/worker.py:4:9: CL001 {CL001_MESSAGE}"
+ESC = "\x1b["
+
+needs_pty = pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pseudo-terminal")
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    return tiny_project(tmp_path / "tiny")
+
+
+# ---------------------------------------------------------------- exit codes
+
+
+def test_findings_exit_1_with_the_finding(project: Path) -> None:
+    result = check("--output-format", "concise", cwd=project)
+    assert result.code == 1
+    assert result.stdout == f"{CL001_LINE}\nFound 1 problem in 1 file.\n"
+    assert result.stderr == ""
+
+
+def test_clean_exit_0(project: Path) -> None:
+    result = check("tiny_rl/clean.py", "--output-format", "concise", cwd=project)
+    assert (result.code, result.stdout) == (0, "All checks passed!\n")
+
+
+def test_exit_zero_reports_but_exits_0(project: Path) -> None:
+    result = check("--exit-zero", "--output-format", "concise", cwd=project)
+    assert result.code == 0
+    assert CL001_LINE in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["missing.py"], "cachelint: error: missing.py: No such file or directory"),
+        (["--vllm", ">=banana"], "cachelint: error: --vllm: invalid vLLM version specifier '>=banana'"),
+        (["--config", "c.toml", "--isolated"], "cachelint: error: --config and --isolated cannot be used together"),
+    ],
+)
+def test_errors_exit_2_with_one_line(project: Path, args: list[str], message: str) -> None:
+    result = check(*args, cwd=project)
+    assert result.code == 2
+    assert result.stderr_lines == [message]
+    assert result.stdout == ""
+
+
+def test_unknown_option_is_a_usage_error(project: Path) -> None:
+    result = check("--output-format", "xml", cwd=project)
+    assert result.code == 2
+    assert "Invalid value for '--output-format'" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+# ---------------------------------------------------------------- --quiet, --statistics, --show-settings
+
+
+def test_quiet_prints_findings_without_the_summary(project: Path) -> None:
+    result = check("--quiet", "--output-format", "concise", cwd=project)
+    assert (result.code, result.stdout) == (1, f"{CL001_LINE}\n")
+
+
+def test_quiet_clean_prints_nothing(project: Path) -> None:
+    result = check("--quiet", "tiny_rl/clean.py", cwd=project)
+    assert (result.code, result.stdout) == (0, "")
+
+
+def test_statistics(project: Path) -> None:
+    write_tree(project, {"tiny_rl/second.py": WORKER.replace("WorkerExtension", "OtherExtension")})
+    statistics = "2  CL001  worker-only-cache-reset\n"
+    result = check("--statistics", "--no-color", cwd=project)
+    assert (result.code, result.stdout) == (1, f"{statistics}\nFound 2 problems in 2 files.\n")
+    result = check("--statistics", "--quiet", "--output-format", "concise", cwd=project)
+    assert (result.code, result.stdout) == (1, statistics)
+
+
+def test_show_settings_merges_file_and_flags(project: Path) -> None:
+    write_tree(project, {"cachelint.toml": 'ignore = ["CL002"]\noutput-format = "json"\n'})
+    result = check("--show-settings", "--select", "cl001,CL003", cwd=project)
+    assert result.code == 0
+    shown = json.loads(result.stdout)
+    assert shown["config-path"] == str(project / "cachelint.toml")
+    assert shown["select"] == ["CL001", "CL003"]
+    assert shown["ignore"] == ["CL002"]
+    assert shown["output-format"] == "json"
+
+
+# ---------------------------------------------------------------- colour
+
+
+def test_no_colour_when_piped(project: Path) -> None:
+    result = check(cwd=project)
+    assert result.code == 1
+    assert CL001_LINE in result.stdout
+    assert ESC not in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("env", "args", "coloured"),
+    [
+        ({"FORCE_COLOR": "1"}, [], True),
+        ({"FORCE_COLOR": "1", "NO_COLOR": "1"}, [], False),
+        ({"FORCE_COLOR": "1", "NO_COLOR": ""}, [], True),  # no-color.org: an empty NO_COLOR does not count
+        ({"FORCE_COLOR": "1"}, ["--no-color"], False),
+        ({"FORCE_COLOR": "1"}, ["--output-format", "json"], False),
+    ],
+)
+def test_colour_switches(project: Path, env: dict[str, str], args: list[str], coloured: bool) -> None:
+    result = check(*args, cwd=project, env=env)
+    assert result.code == 1
+    assert (ESC in result.stdout) is coloured
+
+
+@needs_pty
+@pytest.mark.parametrize(
+    ("env", "args", "coloured"),
+    [
+        ({}, [], True),
+        ({}, ["--output-format", "concise"], True),
+        ({"NO_COLOR": "1"}, [], False),
+        ({}, ["--no-color"], False),
+        ({}, ["--output-format", "json-lines"], False),
+    ],
+)
+def test_colour_on_a_terminal(project: Path, env: dict[str, str], args: list[str], coloured: bool) -> None:
+    code, stdout, _ = check_on_terminal(*args, cwd=project, terminal="stdout", env=env)
+    assert code == 1
+    assert b"CL001" in stdout
+    assert (ESC.encode() in stdout) is coloured
+
+
+# ---------------------------------------------------------------- stdin
+
+
+def test_stdin_filename_lints_stdin_not_the_file(project: Path) -> None:
+    # On disk the file is clean; the source on stdin has the bug.
+    write_tree(project, {"tiny_rl/worker.py": CLEAN})
+    result = check("--stdin-filename", "tiny_rl/worker.py", "--output-format", "concise", cwd=project, stdin=WORKER)
+    assert (result.code, result.stdout) == (1, f"{CL001_LINE}\nFound 1 problem in 1 file.\n")
+    # ... and the other way round.
+    result = check("--stdin-filename", "tiny_rl/clean.py", "--output-format", "concise", cwd=project, stdin=CLEAN)
+    assert (result.code, result.stdout) == (0, "All checks passed!\n")
+
+
+def test_dash_reads_stdin(project: Path) -> None:
+    result = check("-", "--output-format", "concise", cwd=project, stdin=WORKER)
+    assert result.code == 1
+    assert result.stdout.startswith(f"-:4:9: CL001 {CL001_MESSAGE}\n")
+
+
+def test_stdin_syntax_error(project: Path) -> None:
+    result = check("-", "--output-format", "concise", cwd=project, stdin="x = (\n")
+    assert result.code == 1
+    assert result.stdout.startswith("-:1:5: SyntaxError: '(' was never closed\n")
+
+
+REFIT = """\
+from vllm.v1.engine.async_llm import AsyncLLM
+
+from agent_rl.cache import invalidate_kv_cache
+
+
+async def refit(engine: AsyncLLM, ipc_handles: dict) -> None:
+    await engine.collective_rpc("update_weights_from_ipc_handles", args=(ipc_handles,))
+    await invalidate_kv_cache(engine)
+"""
+
+PREFIX_ONLY = """\
+async def invalidate_kv_cache(engine) -> None:
+    await engine.reset_prefix_cache()
+"""
+
+
+def agent_project(root: Path) -> Path:
+    """CL003 across two files: the refit root in weight_sync.py, the prefix-only reset in cache.py."""
+    return write_tree(
+        root,
+        {
+            "pyproject.toml": '[project]\nname = "agent-rl"\nversion = "0"\ndependencies = ["vllm>=0.18"]\n',
+            "agent_rl/__init__.py": "",
+            "agent_rl/weight_sync.py": REFIT,
+            "agent_rl/cache.py": PREFIX_ONLY,
+        },
+    )
+
+
+def test_stdin_is_checked_within_its_project(tmp_path: Path) -> None:
+    project = agent_project(tmp_path / "agent")
+    (project / "agent_rl/cache.py").write_text("", encoding="utf-8")
+    args = ("--stdin-filename", "agent_rl/cache.py", "--output-format", "concise", "--quiet")
+    result = check(*args, cwd=project, stdin=PREFIX_ONLY)
+    assert result.code == 1
+    assert result.stdout.startswith("agent_rl/cache.py:2:11: CL003 refit (weight_sync.py:6) -> invalid")
+    # The same source outside any project that calls it: nothing to report.
+    elsewhere = write_tree(tmp_path / "elsewhere", {"pyproject.toml": '[project]\nname = "x"\n'})
+    result = check(*args, cwd=elsewhere, stdin=PREFIX_ONLY)
+    assert (result.code, result.stdout) == (0, "")
+
+
+def test_stdin_filename_need_not_exist(project: Path) -> None:
+    result = check("--stdin-filename", "tiny_rl/new/worker.py", "--output-format", "concise", cwd=project, stdin=WORKER)
+    assert result.code == 1
+    assert result.stdout.startswith("tiny_rl/new/worker.py:4:9: CL001 ")
+
+
+def test_stdin_filename_uses_the_config_nearest_to_it(project: Path) -> None:
+    write_tree(project, {"tiny_rl/cachelint.toml": 'ignore = ["CL001"]\n'})
+    result = check("--stdin-filename", "tiny_rl/worker.py", cwd=project, stdin=WORKER)
+    assert (result.code, result.stdout) == (0, "All checks passed!\n")
+
+
+def test_stdin_filename_force_exclude(project: Path) -> None:
+    write_tree(project, {"cachelint.toml": 'extend-exclude = ["tiny_rl/generated_*.py"]\n'})
+    args = ("--stdin-filename", "tiny_rl/generated_worker.py", "--output-format", "concise")
+    assert check(*args, cwd=project, stdin=WORKER).code == 1
+    result = check(*args, "--force-exclude", cwd=project, stdin=WORKER)
+    assert (result.code, result.stdout) == (0, "All checks passed!\n")
+
+
+def test_stdin_ignores_other_paths_with_a_warning(project: Path) -> None:
+    result = check("--stdin-filename", "x.py", "tiny_rl", "--quiet", cwd=project, stdin=CLEAN)
+    assert (result.code, result.stdout) == (0, "")
+    assert result.stderr_lines == ["cachelint: warning: ignoring tiny_rl: the source is read from stdin"]
+
+
+def test_stdin_filename_must_not_be_a_folder(project: Path) -> None:
+    result = check("--stdin-filename", "tiny_rl", cwd=project, stdin=WORKER)
+    assert result.code == 2
+    assert result.stderr_lines == ["cachelint: error: --stdin-filename tiny_rl: is a folder, expected a file name"]
+
+
+@pytest.mark.parametrize("flag", ["--fix", "--add-noqa", "--diff"])
+def test_stdin_cannot_be_written(project: Path, flag: str) -> None:
+    result = check("-", flag, cwd=project, stdin=WORKER)
+    assert result.code == 2
+    assert result.stderr_lines == [f"cachelint: error: {flag} cannot be used with source read from stdin"]
+
+
+# ---------------------------------------------------------------- suppressions
+
+
+SUPPRESSED = {
+    "line noqa": WORKER.replace("reset_encoder_cache()", "reset_encoder_cache()  # noqa: CL001"),
+    "blanket noqa": WORKER.replace("reset_encoder_cache()", "reset_encoder_cache()  # noqa"),
+    "line ignore": WORKER.replace("reset_encoder_cache()", "reset_encoder_cache()  # cachelint: ignore[CL001]"),
+    "statement": WORKER.replace(
+        "        self.model_runner.reset_encoder_cache()\n",
+        "        done = (\n            self.model_runner.reset_encoder_cache()\n        )  # noqa: CL001\n",
+    ),
+    "file": "# cachelint: file-ignore[CL001]\n" + WORKER,
+}
+
+
+@pytest.mark.parametrize("source", SUPPRESSED.values(), ids=SUPPRESSED.keys())
+def test_suppressed(tmp_path: Path, source: str) -> None:
+    project = tiny_project(tmp_path / "tiny", worker=source)
+    result = check("--output-format", "concise", cwd=project)
+    assert (result.code, result.stdout) == (0, "All checks passed!\n")
+
+
+def test_suppression_on_another_line_does_not_count(tmp_path: Path) -> None:
+    source = WORKER.replace("load_weights(weights)", "load_weights(weights)  # noqa: CL001")
+    project = tiny_project(tmp_path / "tiny", worker=source)
+    result = check("--output-format", "concise", "--quiet", cwd=project)
+    assert result.code == 1
+    assert result.stdout == (
+        f"tiny_rl/worker.py:3:56: CL100 [*] Unused `noqa` directive (unused: CL001)\n{CL001_LINE}\n"
+    )
+
+
+def test_unused_suppressions_are_cl100(tmp_path: Path) -> None:
+    worker = WORKER.replace("reset_encoder_cache()", "reset_encoder_cache()  # cachelint: ignore[CL001, CL003]")
+    clean = "# cachelint: file-ignore[CL004]\n" + CLEAN.replace("a + b", "a + b  # noqa: CL002")
+    project = tiny_project(tmp_path / "tiny", worker=worker)
+    write_tree(project, {"tiny_rl/clean.py": clean})
+    result = check("--output-format", "concise", "--quiet", cwd=project)
+    assert result.code == 1
+    assert result.stdout.splitlines() == [
+        "tiny_rl/clean.py:1:1: CL100 [*] Unused `cachelint: file-ignore` directive (unused: CL004)",
+        "tiny_rl/clean.py:3:19: CL100 [*] Unused `noqa` directive (unused: CL002)",
+        "tiny_rl/worker.py:4:50: CL100 [*] Unused `cachelint: ignore` directive (unused: CL003)",
+    ]
+    # CL100's fix removes exactly the unused parts.
+    assert check("--fix", "--quiet", cwd=project).code == 0
+    assert (project / "tiny_rl/clean.py").read_text(encoding="utf-8") == CLEAN
+    assert "# cachelint: ignore[CL001]\n" in (project / "tiny_rl/worker.py").read_text(encoding="utf-8")
+
+
+def test_ignoring_cl100_keeps_unused_suppressions_quiet(tmp_path: Path) -> None:
+    project = tiny_project(tmp_path / "tiny")
+    write_tree(project, {"tiny_rl/clean.py": CLEAN.replace("a + b", "a + b  # noqa: CL002")})
+    result = check("tiny_rl/clean.py", "--ignore", "CL100", cwd=project)
+    assert result.code == 0
+
+
+# ---------------------------------------------------------------- --add-noqa
+
+
+def test_add_noqa_then_clean(project: Path) -> None:
+    result = check("--add-noqa", cwd=project)
+    assert result.code == 0
+    assert result.stdout == ""
+    assert result.stderr == "Added 1 noqa directive.\n"
+    expected = WORKER.replace("reset_encoder_cache()\n", "reset_encoder_cache()  # noqa: CL001\n")
+    assert (project / "tiny_rl/worker.py").read_text(encoding="utf-8") == expected
+    assert (project / "tiny_rl/clean.py").read_text(encoding="utf-8") == CLEAN
+    result = check(cwd=project)
+    assert (result.code, result.stdout) == (0, "All checks passed!\n")
+    result = check("--add-noqa", cwd=project)
+    assert (result.code, result.stderr) == (0, "Added 0 noqa directives.\n")
+
+
+def test_add_noqa_extends_an_existing_noqa(tmp_path: Path) -> None:
+    worker = WORKER.replace("reset_encoder_cache()", "reset_encoder_cache()  # noqa: E501")
+    project = tiny_project(tmp_path / "tiny", worker=worker)
+    assert check("--add-noqa", cwd=project).stderr == "Added 1 noqa directive.\n"
+    text = (project / "tiny_rl/worker.py").read_text(encoding="utf-8")
+    assert "self.model_runner.reset_encoder_cache()  # noqa: CL001, E501\n" in text
+    assert check(cwd=project).code == 0
+
+
+@pytest.mark.parametrize(
+    ("name", "encode"),
+    [
+        ("crlf", lambda text: text.replace("\n", "\r\n").encode()),
+        ("bom", lambda text: b"\xef\xbb\xbf" + text.encode()),
+        ("latin-1", lambda text: ("# -*- coding: latin-1 -*-\n# caf\xe9\n" + text).encode("latin-1")),
+    ],
+)
+def test_add_noqa_keeps_the_file_format(tmp_path: Path, name: str, encode: object) -> None:
+    assert callable(encode)
+    original: bytes = encode(WORKER)
+    project = tiny_project(tmp_path / "tiny", worker=original)
+    worker = project / "tiny_rl/worker.py"
+    worker.chmod(0o640)
+    result = check("--add-noqa", cwd=project)
+    assert (result.code, result.stderr) == (0, "Added 1 noqa directive.\n")
+    expected = encode(WORKER.replace("reset_encoder_cache()\n", "reset_encoder_cache()  # noqa: CL001\n"))
+    assert worker.read_bytes() == expected
+    assert worker.stat().st_mode & 0o777 == 0o640
+    assert [path.name for path in worker.parent.iterdir() if path.name.startswith(".")] == []  # no temp file left
+    assert check(cwd=project).code == 0
+
+
+def test_add_noqa_on_the_demo_project(tmp_path: Path) -> None:
+    demo = tmp_path / "demo"
+    shutil.copytree(DEMO, demo)
+    result = check("--add-noqa", "--isolated", cwd=demo)
+    assert (result.code, result.stderr) == (0, "Added 5 noqa directives.\n")
+    server = (demo / "demo_rl/rollout_server.py").read_text(encoding="utf-8")
+    assert "        await self.engine.sleep(level=1)  # noqa: CL004\n" in server
+    result = check("--isolated", cwd=demo)
+    assert (result.code, result.stdout) == (0, "All checks passed!\n")
+
+
+def test_add_noqa_skips_lines_that_end_inside_a_string(tmp_path: Path) -> None:
+    worker = WORKER.replace(
+        "        self.model_runner.reset_encoder_cache()\n",
+        '        self.model_runner.reset_encoder_cache(); note = """\n        """\n',
+    )
+    project = tiny_project(tmp_path / "tiny", worker=worker)
+    result = check("--add-noqa", cwd=project)
+    assert result.code == 0
+    assert result.stderr_lines == [
+        "cachelint: warning: tiny_rl/worker.py: 1 finding left as they are: the line ends inside a string or "
+        "continues with a backslash",
+        "Added 0 noqa directives.",
+    ]
+    assert (project / "tiny_rl/worker.py").read_text(encoding="utf-8") == worker
+
+
+def test_add_noqa_leaves_files_with_syntax_errors(project: Path) -> None:
+    broken = "def broken(:\n    self.model_runner.reset_encoder_cache()\n"
+    write_tree(project, {"tiny_rl/broken.py": broken})
+    result = check("--add-noqa", cwd=project)
+    assert result.code == 0
+    assert result.stderr_lines == [
+        "cachelint: warning: tiny_rl/broken.py: not changed: invalid-syntax: invalid syntax",
+        "Added 1 noqa directive.",
+    ]
+    assert (project / "tiny_rl/broken.py").read_text(encoding="utf-8") == broken
+    result = check("--output-format", "concise", "--quiet", cwd=project)
+    assert (result.code, result.stdout) == (1, "tiny_rl/broken.py:1:12: SyntaxError: invalid syntax\n")
+
+
+def test_add_noqa_cannot_be_combined_with_fix(project: Path) -> None:
+    result = check("--add-noqa", "--fix", cwd=project)
+    assert (result.code, result.stderr_lines) == (2, ["cachelint: error: --add-noqa cannot be used with --fix"])
+    assert (project / "tiny_rl/worker.py").read_text(encoding="utf-8") == WORKER
+
+
+# ---------------------------------------------------------------- progress bar
+
+
+def many_files(root: Path, count: int) -> Path:
+    files: dict[str, str | bytes] = {"pyproject.toml": '[project]\nname = "many"\n'}
+    files.update({f"pkg/module_{index:03}.py": f"VALUE = {index}\n" for index in range(count)})
+    return write_tree(root, files)
+
+
+@needs_pty
+def test_progress_bar_on_a_terminal_for_many_files(tmp_path: Path) -> None:
+    project = many_files(tmp_path / "many", 60)
+    code, stdout, stderr = check_on_terminal("--no-color", cwd=project, terminal="stderr")
+    assert (code, stdout) == (0, b"All checks passed!\n")
+    assert b"Analysing" in stderr
+    assert b"60/60 files" in stderr
+    assert stderr.endswith(b"\x1b[2K")  # transient: the bar erases itself
+
+
+@needs_pty
+@pytest.mark.parametrize(
+    ("count", "args"),
+    [
+        (50, []),  # not "many"
+        (60, ["--output-format", "json"]),
+        (60, ["--output-format", "sarif"]),
+        (60, ["--quiet"]),
+    ],
+)
+def test_no_progress_bar(tmp_path: Path, count: int, args: list[str]) -> None:
+    project = many_files(tmp_path / "many", count)
+    code, _, stderr = check_on_terminal(*args, cwd=project, terminal="stderr")
+    assert code == 0
+    assert stderr == b""
+
+
+def test_no_progress_bar_when_piped(tmp_path: Path) -> None:
+    project = many_files(tmp_path / "many", 60)
+    result = check(cwd=project)
+    assert (result.code, result.stdout, result.stderr) == (0, "All checks passed!\n", "")

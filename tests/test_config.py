@@ -1,0 +1,278 @@
+"""Configuration through the real command line: which file is found, what it changes, how flags override
+it, and the one-line errors (exit 2, file + key + what was expected, never a traceback)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from cli_runner import check, tiny_project, write_tree
+
+FOUND = "tiny_rl/worker.py:4:9: CL001 "
+PASSED = "All checks passed!\n"
+KNOWN_KEYS = (
+    "cache-dir, exclude, extend-exclude, extend-refit-functions, extend-select, ignore, multimodal, "
+    "output-format, per-file-ignores, refit-functions, select, version-helpers, vllm, worker-extension-classes"
+)
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    return tiny_project(tmp_path / "tiny")
+
+
+def concise(*args: str, cwd: Path) -> tuple[int, str]:
+    result = check("--output-format", "concise", "--quiet", *args, cwd=cwd)
+    assert result.stderr == ""
+    return result.code, result.stdout
+
+
+def with_tool_table(project: Path, body: str) -> None:
+    pyproject = project / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text(encoding="utf-8") + f"\n[tool.cachelint]\n{body}\n", encoding="utf-8")
+
+
+# ---------------------------------------------------------------- finding the file
+
+
+def test_without_config_the_finding_is_reported(project: Path) -> None:
+    code, stdout = concise(cwd=project)
+    assert code == 1
+    assert stdout.startswith(FOUND)
+
+
+def test_pyproject_tool_table(project: Path) -> None:
+    with_tool_table(project, 'ignore = ["CL001"]')
+    assert concise(cwd=project) == (0, "")
+
+
+@pytest.mark.parametrize("name", ["cachelint.toml", ".cachelint.toml"])
+def test_dedicated_files(project: Path, name: str) -> None:
+    write_tree(project, {name: 'ignore = ["CL001"]\n'})
+    assert concise(cwd=project) == (0, "")
+
+
+def test_found_upward_from_the_checked_path_not_the_working_directory(tmp_path: Path, project: Path) -> None:
+    write_tree(project, {"tiny_rl/cachelint.toml": 'ignore = ["CL001"]\n'})
+    assert concise("tiny/tiny_rl/worker.py", cwd=tmp_path) == (0, "")
+    # From the project root the file below is not "upward": the finding stays.
+    code, stdout = concise("pyproject.toml", "tiny_rl/worker.py", cwd=project)
+    assert code == 1
+    assert stdout.startswith(FOUND)
+
+
+def test_a_pyproject_without_the_table_is_skipped(tmp_path: Path) -> None:
+    # The project's own pyproject.toml has no [tool.cachelint]; the monorepo's cachelint.toml above applies.
+    project = tiny_project(tmp_path / "repo" / "tiny")
+    write_tree(tmp_path / "repo", {"cachelint.toml": 'ignore = ["CL001"]\n'})
+    assert concise(cwd=project) == (0, "")
+
+
+def test_the_nearest_file_wins(tmp_path: Path) -> None:
+    project = tiny_project(tmp_path / "repo" / "tiny")
+    write_tree(tmp_path / "repo", {"cachelint.toml": 'ignore = ["CL001"]\n'})
+    write_tree(project, {".cachelint.toml": 'select = ["CL"]\n'})
+    assert concise(cwd=project)[0] == 1
+
+
+@pytest.mark.parametrize(
+    ("files", "winner"),
+    [
+        ({".cachelint.toml": "", "cachelint.toml": "", "pyproject.toml": ""}, ".cachelint.toml"),
+        ({"cachelint.toml": "", "pyproject.toml": ""}, "cachelint.toml"),
+        ({"pyproject.toml": ""}, "pyproject.toml"),
+    ],
+)
+def test_order_within_one_folder(project: Path, files: dict[str, str], winner: str) -> None:
+    for name in files:
+        if name == "pyproject.toml":
+            with_tool_table(project, 'output-format = "json"')
+        else:
+            write_tree(project, {name: 'output-format = "json"\n'})
+    result = check("--show-settings", cwd=project)
+    assert result.code == 0
+    assert json.loads(result.stdout)["config-path"] == str(project / winner)
+
+
+def test_explicit_config(tmp_path: Path, project: Path) -> None:
+    write_tree(tmp_path, {"shared/lint.toml": 'ignore = ["CL001"]\n'})
+    write_tree(project, {"cachelint.toml": 'select = ["CL"]\n'})
+    assert concise("--config", "../shared/lint.toml", cwd=project) == (0, "")
+
+
+def test_isolated_ignores_every_file(project: Path) -> None:
+    write_tree(project, {"cachelint.toml": 'ignore = ["CL001"]\n'})
+    assert concise(cwd=project) == (0, "")
+    code, stdout = concise("--isolated", cwd=project)
+    assert code == 1
+    assert stdout.startswith(FOUND)
+    shown = json.loads(check("--show-settings", "--isolated", cwd=project).stdout)
+    assert (shown["config-path"], shown["ignore"]) == (None, [])
+
+
+# ---------------------------------------------------------------- what the keys do, and flags over them
+
+
+def test_per_file_ignores(project: Path) -> None:
+    write_tree(project, {"cachelint.toml": '[per-file-ignores]\n"tiny_rl/work*.py" = ["CL001"]\n'})
+    assert concise(cwd=project) == (0, "")
+    write_tree(project, {"cachelint.toml": '[per-file-ignores]\n"tests/*.py" = ["CL001"]\n'})
+    assert concise(cwd=project)[0] == 1
+
+
+@pytest.mark.parametrize("key", ["exclude", "extend-exclude"])
+def test_excludes(project: Path, key: str) -> None:
+    write_tree(project, {"cachelint.toml": f'{key} = ["tiny_rl/worker.py"]\n'})
+    assert concise(cwd=project) == (0, "")
+    # A file named on the command line is checked anyway, unless --force-exclude (what pre-commit passes).
+    assert concise("tiny_rl/worker.py", cwd=project)[0] == 1
+    assert concise("tiny_rl/worker.py", "--force-exclude", cwd=project) == (0, "")
+
+
+def test_select_from_the_file_and_from_the_flag(project: Path) -> None:
+    write_tree(project, {"cachelint.toml": 'select = ["CL002"]\n'})
+    assert concise(cwd=project) == (0, "")
+    code, stdout = concise("--select", "CL001", cwd=project)
+    assert code == 1
+    assert stdout.startswith(FOUND)
+
+
+def test_output_format_from_the_file_and_from_the_flag(project: Path) -> None:
+    write_tree(project, {"cachelint.toml": 'output-format = "json-lines"\n'})
+    result = check(cwd=project)
+    assert result.code == 1
+    assert json.loads(result.stdout)["code"] == "CL001"
+    result = check("--output-format", "concise", "--quiet", cwd=project)
+    assert result.stdout.startswith(FOUND)
+
+
+def test_vllm_from_the_file_and_from_the_flag(project: Path) -> None:
+    write_tree(project, {"cachelint.toml": 'vllm = ">=0.20"\nrefit-functions = ["push"]\n'})
+    shown = json.loads(check("--show-settings", "--vllm", "==0.19.1", cwd=project).stdout)
+    assert (shown["vllm"], shown["refit-functions"]) == ("==0.19.1", ["push"])
+
+
+# ---------------------------------------------------------------- errors
+
+
+ERRORS = {
+    "unknown key, close to a known one": (
+        "pyproject.toml",
+        '[tool.cachelint]\nselct = ["CL"]\n',
+        "{file}: unknown key `selct` in [tool.cachelint]; did you mean `select`?",
+    ),
+    "unknown key": (
+        "cachelint.toml",
+        "colour = true\n",
+        f"{{file}}: unknown key `colour` at the top level (known keys: {KNOWN_KEYS})",
+    ),
+    "tool table in a dedicated file": (
+        ".cachelint.toml",
+        '[tool.cachelint]\nselect = ["CL"]\n',
+        "{file}: unknown key `tool` at the top level (.cachelint.toml takes the settings at the top level, "
+        "without [tool.cachelint])",
+    ),
+    "string for a list": (
+        "cachelint.toml",
+        'select = "CL001"\n',
+        "{file}: `select` must be a list of rule codes or prefixes, got 'CL001'",
+    ),
+    "list for a table": (
+        "cachelint.toml",
+        'per-file-ignores = ["tests/*"]\n',
+        "{file}: `per-file-ignores` must be a table of glob = [codes], got ['tests/*']",
+    ),
+    "string for a boolean": (
+        "pyproject.toml",
+        '[tool.cachelint]\nmultimodal = "yes"\n',
+        "{file}: `multimodal` must be true or false, got 'yes'",
+    ),
+    "unknown output format": (
+        "cachelint.toml",
+        'output-format = "xml"\n',
+        "{file}: `output-format` must be one of full, concise, json, json-lines, sarif, github, got 'xml'",
+    ),
+    "bad vllm specifier": (
+        "cachelint.toml",
+        'vllm = ">=banana"\n',
+        "{file}: `vllm` must be a version specifier string such as \">=0.18\", got '>=banana'",
+    ),
+    "number for vllm": (
+        "cachelint.toml",
+        "vllm = 0.18\n",
+        '{file}: `vllm` must be a version specifier string such as ">=0.18", got 0.18',
+    ),
+    "tool.cachelint not a table": (
+        "pyproject.toml",
+        "[tool]\ncachelint = 3\n",
+        "{file}: [tool.cachelint] must be a table",
+    ),
+}
+
+
+@pytest.mark.parametrize(("name", "content", "message"), ERRORS.values(), ids=ERRORS.keys())
+def test_config_errors(tmp_path: Path, name: str, content: str, message: str) -> None:
+    project = write_tree(tmp_path / "p", {name: content, "a.py": "x = 1\n"})
+    result = check("a.py", cwd=project)
+    assert result.code == 2
+    assert result.stderr_lines == ["cachelint: error: " + message.format(file=project / name)]
+    assert result.stdout == ""
+
+
+def test_invalid_toml(tmp_path: Path) -> None:
+    project = write_tree(tmp_path / "p", {"cachelint.toml": 'select = ["CL"]\nignore = \n', "a.py": "x = 1\n"})
+    result = check("a.py", cwd=project)
+    assert result.code == 2
+    [line] = result.stderr_lines
+    assert line.startswith(f"cachelint: error: {project / 'cachelint.toml'}: invalid TOML: ")
+    assert "line 2" in line
+    assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("where", ["nowhere.toml", "missing/cachelint.toml", "."])
+def test_config_that_is_not_a_file(project: Path, where: str) -> None:
+    result = check("--config", where, cwd=project)
+    assert result.code == 2
+    assert result.stderr_lines == [f"cachelint: error: {where}: config file not found"]
+
+
+def test_errors_come_before_any_output_even_for_show_settings(project: Path) -> None:
+    write_tree(project, {"cachelint.toml": "select = 1\n"})
+    result = check("--show-settings", cwd=project)
+    assert (result.code, result.stdout) == (2, "")
+    assert result.stderr_lines == [
+        f"cachelint: error: {project / 'cachelint.toml'}: `select` must be a list of rule codes or prefixes, got 1"
+    ]
+
+
+# ---------------------------------------------------------------- the README's reference stays true
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+
+
+def readme_section(title: str) -> str:
+    text = README.read_text(encoding="utf-8")
+    start = text.index(f"\n## {title}\n")
+    end = text.find("\n## ", start + 1)
+    return text[start : end if end != -1 else len(text)]
+
+
+def test_readme_documents_every_key() -> None:
+    from cachelint.config import _KEYS
+
+    section = readme_section("Configuration")
+    documented = {line.split("`")[1] for line in section.splitlines() if line.startswith("| `")}
+    assert documented == set(_KEYS)
+
+
+def test_readme_example_configuration_is_valid(tmp_path: Path) -> None:
+    section = readme_section("Configuration")
+    example = section.split("```toml\n", 1)[1].split("```", 1)[0]
+    project = tiny_project(tmp_path / "tiny")
+    write_tree(project, {"pyproject.toml": project.joinpath("pyproject.toml").read_text() + "\n" + example})
+    result = check("--show-settings", cwd=project)
+    assert result.code == 0, result.stderr
+    shown = json.loads(result.stdout)
+    assert shown["ignore"] == ["CL004"]
+    assert shown["per-file-ignores"] == {"tests/**": ["CL001", "CL003"]}
