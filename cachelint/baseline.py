@@ -15,7 +15,7 @@ from cachelint.edits import apply_edits
 from cachelint.engine import Analysis
 from cachelint.finding import Finding
 from cachelint.fixes import write_atomically
-from cachelint.source import SourceError, decode_source
+from cachelint.source import SourceError, decode_source, read_file
 from cachelint.suppress import UNUSED_SUPPRESSION_CODE, add_noqa_edits
 
 
@@ -49,7 +49,7 @@ def add_noqa(analysis: Analysis) -> BaselineOutcome:
             continue
         path = Path(os.path.abspath(display))
         try:
-            current = decode_source(path.read_bytes())
+            current = decode_source(read_file(path))
         except (OSError, SourceError) as error:
             outcome.errors.append(
                 f"{display}: not written: cannot read it back ({getattr(error, 'strerror', None) or error})"

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sys
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -88,12 +89,13 @@ def plain(value: Any) -> Any:
 
 
 def code_fingerprint() -> str:
-    """The cachelint release plus the size and time of every file of the package, so that a changed
-    cachelint (an upgrade, or an edited development checkout) never reads entries an older one wrote."""
+    """The cachelint release, the size and time of every file of the package and the Python version
+    (its parser decides what is a syntax error): a changed cachelint (an upgrade, an edited development
+    checkout) or interpreter never reads entries written by another."""
     from cachelint import __version__
 
     package = Path(__file__).parent
-    digest = hashlib.sha256(__version__.encode())
+    digest = hashlib.sha256(f"{__version__}\0{sys.version}".encode())
     for path, stat in sorted(_package_files(package)):
         digest.update(f"\0{path}\0{stat.st_size}\0{stat.st_mtime_ns}".encode())
     return digest.hexdigest()[:16]
@@ -133,7 +135,8 @@ class Cache:
         return cls(cache_folder(settings, root), f"{code_fingerprint()}\0{settings.analysis_hash()}")
 
     def key(self, raw: bytes, module: str) -> str:
-        digest = hashlib.sha256(self.salt + b"\0" + module.encode() + b"\0")
+        # surrogateescape: names from file names that are not UTF-8 (os.fsdecode) hash as their bytes
+        digest = hashlib.sha256(self.salt + b"\0" + module.encode("utf-8", "surrogateescape") + b"\0")
         digest.update(raw)
         return digest.hexdigest()
 
@@ -163,7 +166,8 @@ class Cache:
         return found
 
     def run_key(self, inputs: str) -> str:
-        return "run:" + hashlib.sha256(self.salt + b"\0run\0" + inputs.encode()).hexdigest()
+        data = inputs.encode("utf-8", "surrogateescape")  # it may name files whose names are not UTF-8
+        return "run:" + hashlib.sha256(self.salt + b"\0run\0" + data).hexdigest()
 
     def get_run(self, key: str, file_keys: list[str]) -> list[dict[str, Any]] | None:
         """The findings stored under the run `key`. When first read on a day, the entries of

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import io
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -120,6 +121,10 @@ def use_color(no_color: bool) -> bool:
 @click.version_option(__version__, "-V", "--version", prog_name="cachelint")
 def main() -> None:
     """Find and fix vLLM cache-reset bugs in RL post-training code."""
+    # A file name that is not UTF-8 reaches the output as a lone surrogate (os.fsdecode): print it
+    # escaped (`caf\udce9.py`, still valid JSON) rather than fail the run on it.
+    if isinstance(sys.stdout, io.TextIOWrapper):
+        sys.stdout.reconfigure(errors="backslashreplace")
 
 
 @main.command()

@@ -77,19 +77,11 @@ class Settings:
         return selected >= 0 and selected > ignored
 
     def analysis_hash(self) -> str:
-        """A digest of every setting that changes what the analysis finds (for the result cache)."""
-        keys = (
-            "select",
-            "extend_select",
-            "ignore",
-            "per_file_ignores",
-            "vllm",
-            "refit_functions",
-            "extend_refit_functions",
-            "multimodal",
-            "version_helpers",
-            "worker_extension_classes",
-        )
+        """A digest of every setting that may change what the analysis finds (for the result cache):
+        all but those naming how findings are shown and where the cache is, so that a new setting
+        counts unless it is known not to."""
+        unrelated = {"output_format", "cache_dir", "config_path"}
+        keys = [item.name for item in dataclasses.fields(self) if item.name not in unrelated]
         payload = json.dumps({key: getattr(self, key) for key in keys}, sort_keys=True, default=list)
         return hashlib.sha256(payload.encode()).hexdigest()[:16]
 

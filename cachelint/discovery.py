@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pathspec
 
+from cachelint.source import read_file
+
 DEFAULT_EXCLUDES = (
     ".bzr",
     ".direnv",
@@ -96,7 +98,7 @@ class Excludes:
 def _gitignore(folder: Path) -> pathspec.GitIgnoreSpec | None:
     ignore_file = folder / ".gitignore"
     try:
-        lines = ignore_file.read_text(encoding="utf-8", errors="replace").splitlines()
+        lines = read_file(ignore_file).decode("utf-8", errors="replace").splitlines()
     except OSError:
         return None
     return pathspec.GitIgnoreSpec.from_lines(lines)

@@ -18,6 +18,13 @@ def source_lines(text: str) -> list[str]:
     return lines
 
 
+def lines_with_breaks(text: str) -> list[str]:
+    """The lines of `text` with their line breaks, split where Python splits source: unlike
+    `str.splitlines`, not at form feeds, U+0085 or U+2028 (which a string literal may hold)."""
+    starts = line_starts(text)
+    return [text[start:end] for start, end in zip(starts, [*starts[1:], len(text)], strict=True) if start < end]
+
+
 def line_starts(text: str) -> list[int]:
     """The offset where each line begins (line 1 at index 0), plus the offset after a final line break."""
     return [0, *(match.end() for match in _LINE_BREAK.finditer(text))]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import functools
 import gc
 import json
@@ -21,8 +22,8 @@ from cachelint.cache import Cache, FileRecord, plain
 from cachelint.config import Settings
 from cachelint.discovery import Excludes, discover, walk_python_files
 from cachelint.finding import INTERNAL_ERROR, INVALID_SYNTAX, IO_ERROR, Finding, Span
-from cachelint.source import SourceError, SourceFile, check_syntax, decode_source, parse_python
-from cachelint.summary import FileSummary, module_name_for, summarize
+from cachelint.source import SourceError, SourceFile, check_syntax, decode_source, parse_python, read_file
+from cachelint.summary import CallSite, FileSummary, module_name_for, summarize
 from cachelint.vllm_range import SupportedRange, find_project_root, from_specifier, read_supported_range
 
 if TYPE_CHECKING:  # the rest is imported when the findings are not in the cache
@@ -125,6 +126,8 @@ def internal_error_finding(display: str, error: BaseException | str) -> Finding:
 # the cache; and what it answers: the syntax as FileRecord keeps it, the summary and its JSON, or why
 # summarizing failed.
 Task = tuple["bytes | str", str, tuple[str, ...], bool, bool]
+# To parse and summarize a file costs about this many times as much as to check its syntax.
+SUMMARY_COST = 4
 Outcome = tuple["str | tuple[str, int, int]", "FileSummary | None", "str | None", "str | None"]
 
 
@@ -208,7 +211,7 @@ class Analyzer:
         self.loaded[key] = loaded
         self._by_absolute[absolute] = loaded
         try:
-            loaded.raw = self.overlay[key] if key in self.overlay else path.read_bytes()
+            loaded.raw = self.overlay[key] if key in self.overlay else read_file(path)
         except OSError as error:
             message = f"cannot read file: {error.strerror or error}"
             loaded.error = Finding(loaded.display, Span(1, 1, 1, 1), IO_ERROR, IO_ERROR, message)
@@ -324,7 +327,8 @@ class Analyzer:
             self._finished.update(work[index][0].display for index in indexes)
             self._report_progress()
 
-        outcomes = self.workers.map(examine_files, tasks, [len(loaded.raw) for loaded, _ in work], done)
+        sizes = [len(loaded.raw) * (SUMMARY_COST if want else 1) for loaded, want in work]
+        outcomes = self.workers.map(examine_files, tasks, sizes, done)
         for (loaded, _), (syntax, summary, encoded, failure) in zip(work, outcomes, strict=True):
             record = loaded.record
             assert record is not None
@@ -372,11 +376,17 @@ class Analyzer:
         from cachelint.project import ProjectIndex
 
         candidates = list(
-            {id(f): f for f in (self.loaded.get(Path(os.path.abspath(p))) for p in unparsed) if f}.values()
+            {id(f): f for f in (self._by_absolute.get(os.path.abspath(p)) for p in unparsed) if f}.values()
         )
+        project_modules = {
+            ".".join(parts[:end])
+            for loaded in (*candidates, *index_files)
+            for parts in [loaded.module.split(".")]
+            for end in range(1, len(parts) + 1)
+        }
         for _ in range(4):
             index = ProjectIndex([loaded.summary for loaded in index_files if loaded.summary])
-            wanted = self._unresolved_refit_calls(index) | {
+            wanted = self._unresolved_refit_calls(index, project_modules) | {
                 workaround.function.rsplit(".", 1)[-1]
                 for summary in index.files.values()
                 for workaround in summary.workarounds
@@ -410,7 +420,8 @@ class Analyzer:
             self._defined_sets[loaded.display] = frozenset(record.defined)
         return self._defined_sets[loaded.display]
 
-    def _unresolved_refit_calls(self, index: ProjectIndex) -> set[str]:
+    def _unresolved_refit_calls(self, index: ProjectIndex, project_modules: set[str]) -> set[str]:
+        """Names called on refit paths that nothing indexed defines but a project file might."""
         from cachelint.project import GENERIC_NAMES
 
         roots = self.settings.all_refit_functions
@@ -419,10 +430,31 @@ class Analyzer:
             if ref.function.name not in roots:
                 continue
             for reached in index.reachable(ref):
+                file = reached.ref.file
                 for call in reached.ref.function.calls:
-                    if not call.receiver_class and not index.resolve(reached.ref.file, reached.ref.function, call):
+                    if (
+                        not call.receiver_class
+                        and _may_be_defined_in_project(file, call, project_modules)
+                        and not index.resolve(file, reached.ref.function, call)
+                    ):
                         wanted.add(call.name)
         return wanted - GENERIC_NAMES
+
+
+def _may_be_defined_in_project(file: FileSummary, call: CallSite, project_modules: set[str]) -> bool:
+    """False for what can only live outside the project: builtins, classes (constructors are not
+    followed), and functions of modules imported from elsewhere (`torch.cuda.synchronize()`).
+    `project_modules` holds every project module and package name."""
+    if call.name in _BUILTIN_NAMES or call.name[:1].isupper():
+        return False
+    imported = file.imports.get(call.chain[0] if call.chain else call.name)
+    if imported is None:
+        return True
+    module = imported if call.chain else imported.rpartition(".")[0]
+    return module in project_modules
+
+
+_BUILTIN_NAMES = frozenset(dir(builtins))
 
 
 # Every suppression directive holds one of these words, and every one that can be unused (CL100) these.

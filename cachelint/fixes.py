@@ -21,10 +21,10 @@ from pathlib import Path
 import libcst
 
 from cachelint.config import Settings
-from cachelint.edits import apply_edits
+from cachelint.edits import apply_edits, lines_with_breaks
 from cachelint.engine import Analysis, analyze
 from cachelint.finding import Applicability, Edit, Finding, Fix
-from cachelint.source import SourceError, SourceFile, decode_source
+from cachelint.source import SourceError, SourceFile, decode_source, read_file
 
 MAX_ROUNDS = 10
 
@@ -126,23 +126,36 @@ class _Round:
             file.text = apply_edits(file.text, edits)
 
 
-def _track(outcome: FixOutcome, analysis: Analysis, overlay: dict[Path, bytes]) -> None:
-    """Remember every file a fix may touch, as first read."""
+def _track(outcome: FixOutcome, analysis: Analysis, overlay: dict[Path, bytes], problems: dict[Path, str]) -> None:
+    """Remember every file a fix may touch, as first read: the bytes the analysis decoded. A file
+    that vanished or changed while it was analysed is left out this round, its problem noted."""
     for display, source in analysis.sources.items():
         path = _absolute(display)
-        if path not in outcome.files:
-            original = overlay.get(path) or path.read_bytes()
-            outcome.files[path] = FixedFile(path, display, source, original, source.text)
-
-
-def _load_extra(outcome: FixOutcome, edits: Sequence[Edit]) -> None:
-    """Files outside the checked paths that a cross-file fix edits (the driver side of CL001)."""
-    for edit in edits:
-        path = _absolute(edit.path)
         if path in outcome.files:
             continue
         try:
-            original = path.read_bytes()
+            original = overlay[path] if path in overlay else read_file(path)
+            unchanged = decode_source(original).text == source.text
+        except (OSError, SourceError) as error:
+            problem = f"cannot read it again ({getattr(error, 'strerror', None) or error})"
+        else:
+            if unchanged:
+                outcome.files[path] = FixedFile(path, display, source, original, source.text)
+                problems.pop(path, None)
+                continue
+            problem = "it changed on disk while it was analysed"
+        problems[path] = f"{display}: not fixed: {problem}"
+
+
+def _load_extra(outcome: FixOutcome, edits: Sequence[Edit], problems: dict[Path, str]) -> None:
+    """Files outside the checked paths that a cross-file fix edits (the driver side of CL001); not a
+    checked file `_track` left out (its edits were made for bytes it no longer holds)."""
+    for edit in edits:
+        path = _absolute(edit.path)
+        if path in outcome.files or path in problems:
+            continue
+        try:
+            original = read_file(path)
             source = decode_source(original)
         except (OSError, SourceError):
             continue
@@ -159,14 +172,15 @@ def fix_to_fixed_point(
     """Apply every allowed fix, re-analysing after each round, until nothing changes (bounded)."""
     overlay: dict[Path, bytes] = {}
     failed: set[tuple[str, str, int, int]] = set()
+    problems: dict[Path, str] = {}  # files that could not be tracked (yet)
     analysis = analyze(paths, settings, project_root=project_root, force_exclude=force_exclude)
     outcome = FixOutcome(analysis)
     for _ in range(MAX_ROUNDS):
-        _track(outcome, analysis, overlay)
+        _track(outcome, analysis, overlay, problems)
         round_ = _Round(outcome, failed)
         for finding in analysis.findings:
             if finding.fix is not None and allowed(finding.fix, unsafe):
-                _load_extra(outcome, finding.fix.edits)
+                _load_extra(outcome, finding.fix.edits, problems)
                 round_.offer(finding, finding.fix)
         if not round_.applied:
             break
@@ -176,21 +190,33 @@ def fix_to_fixed_point(
             overlay[file.path] = file.source.encode(file.text)
         analysis = analyze(paths, settings, project_root=project_root, force_exclude=force_exclude, overlay=overlay)
     outcome.analysis = analysis
+    outcome.errors += problems.values()
     return outcome
 
 
 def unified_diff(file: FixedFile) -> str:
-    before = file.source.text.splitlines(keepends=True)
-    after = file.text.splitlines(keepends=True)
+    before = lines_with_breaks(file.source.text)
+    after = lines_with_breaks(file.text)
     return "".join(difflib.unified_diff(before, after, f"a/{file.display}", f"b/{file.display}"))
 
 
 def write_changes(outcome: FixOutcome) -> list[str]:
-    """Write each changed file atomically; returns one error message per file left unwritten."""
+    """Write each changed file atomically; returns one error message per file left unwritten.
+
+    A file reached through a symbolic link that points outside the project is never written (the
+    project may hold links to shared or system files); one reached through two names is written once."""
     errors = []
+    root = Path(os.path.realpath(outcome.analysis.root))
+    written: set[Path] = set()
     for file in outcome.changed:
+        real = Path(os.path.realpath(file.path))
+        if real != file.path and not real.is_relative_to(root):
+            errors.append(f"{file.display}: not written: it is a symbolic link to {real}, outside the project")
+            continue
+        if real in written:
+            continue
         try:
-            current = file.path.read_bytes()
+            current = read_file(file.path)
         except OSError as error:
             errors.append(f"{file.display}: not written: cannot read it back ({error.strerror or error})")
             continue
@@ -201,6 +227,8 @@ def write_changes(outcome: FixOutcome) -> list[str]:
             write_atomically(file.path, file.source.encode(file.text))
         except OSError as error:
             errors.append(f"{file.display}: not written: {error.strerror or error}")
+        else:
+            written.add(real)
     return errors
 
 

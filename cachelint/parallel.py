@@ -13,9 +13,10 @@ if TYPE_CHECKING:
 Item = TypeVar("Item")
 Result = TypeVar("Result")
 
-# Below this many bytes of source to parse, one process is done before a pool has started and
-# warmed up (measured with bench/run_bench.py: parsing runs at about 4 MB/s per core).
-MIN_PARALLEL_BYTES = 512 * 1024
+# Work is counted in bytes of source to syntax-check (about 5 MB/s per core; to parse and summarize a
+# byte costs four times as much). Starting and stopping a pool of two costs 15-50 ms, sending the
+# results back a few per cent of the work: below this, one process is done first.
+MIN_PARALLEL_WORK = 512 * 1024
 # Batches per worker: several, so that a worker given the largest files does not finish last alone.
 BATCHES_PER_WORKER = 4
 
@@ -45,14 +46,14 @@ def can_start_pool() -> bool:
     return not multiprocessing.current_process().daemon
 
 
-def worker_count(total_bytes: int, requested: int | None = None) -> int:
-    """How many processes to use for `total_bytes` of work: `requested` when given, else every core
-    once the work is large enough; 1 means do it here."""
+def worker_count(work: int, requested: int | None = None) -> int:
+    """How many processes to use for `work` (see MIN_PARALLEL_WORK): `requested` when given, else
+    every core once the work is large enough; 1 means do it here."""
     if not can_start_pool():
         return 1
     if requested is not None:
         return max(1, requested)
-    if total_bytes < MIN_PARALLEL_BYTES:
+    if work < MIN_PARALLEL_WORK:
         return 1
     return available_cores()
 
@@ -61,7 +62,7 @@ class Workers:
     """The process pool of one run, started when a batch of work first deserves it, then reused.
 
     `requested` fixes the number of processes (1: never start any); by default every core is used
-    for a batch of at least MIN_PARALLEL_BYTES."""
+    for a batch of at least MIN_PARALLEL_WORK."""
 
     def __init__(self, requested: int | None = None) -> None:
         self.requested = requested

@@ -167,7 +167,7 @@ class ProjectIndex:
         return list(self._bases[name])
 
     def _find_base_classes(self, name: str) -> list[str]:
-        seen: list[str] = []
+        seen: dict[str, None] = {}  # ordered, and a membership test that stays O(1) in deep hierarchies
         queue = deque([name])
         while queue:
             current = queue.popleft()
@@ -175,9 +175,9 @@ class ProjectIndex:
                 for base in cls.bases:
                     base_name = base.rsplit(".", 1)[-1]
                     if base_name in self.classes_by_name and base_name not in seen and base_name != name:
-                        seen.append(base_name)
+                        seen[base_name] = None
                         queue.append(base_name)
-        return seen
+        return list(seen)
 
     def subclasses(self, name: str) -> list[tuple[FileSummary, ClassSummary]]:
         """Project classes inheriting from `name`, directly or not, in index order."""

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import ast
+import errno
 import io
+import stat
 import symtable
 import tokenize
 from dataclasses import dataclass
@@ -76,13 +78,36 @@ def _source_file(text: str, encoding: str, bom: bool) -> SourceFile:
         offset = text.index("\0")
         line = text.count("\n", 0, offset) + 1
         raise SourceError("source code cannot contain null bytes", line, offset - text.rfind("\n", 0, offset))
-    newline = "\r\n" if "\r\n" in text else "\n"
+    if "\r\n" in text:
+        newline = "\r\n"
+    elif "\r" in text and "\n" not in text:  # classic Mac OS line breaks, which CPython reads too
+        newline = "\r"
+    else:
+        newline = "\n"
     return SourceFile(text, encoding, bom, newline)
+
+
+_NOT_REGULAR = {
+    stat.S_IFIFO: "a named pipe",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+    stat.S_IFSOCK: "a socket",
+    stat.S_IFDIR: "a folder",
+}
+
+
+def read_file(path: Path) -> bytes:
+    """The bytes of the regular file at `path` (links followed); OSError for anything else, which
+    could block forever (a named pipe) or never end (/dev/zero)."""
+    kind = stat.S_IFMT(path.stat().st_mode)
+    if kind != stat.S_IFREG:
+        raise OSError(errno.EINVAL, f"not a regular file but {_NOT_REGULAR.get(kind, 'a special file')}", str(path))
+    return path.read_bytes()
 
 
 def read_source(path: Path) -> SourceFile:
     try:
-        raw = path.read_bytes()
+        raw = read_file(path)
     except OSError as error:
         raise SourceError(f"cannot read file: {error.strerror or error}") from error
     return decode_source(raw)

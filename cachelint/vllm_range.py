@@ -13,6 +13,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
 
 from cachelint.facts import load_facts
+from cachelint.source import read_file
 from cachelint.toml import load_toml
 
 
@@ -192,7 +193,7 @@ _COMMENT = re.compile(r"\s+#.*$")
 
 def _requirements_txt(path: Path, root: Path) -> Iterable[tuple[str, str]]:
     try:
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+        lines = read_file(path).decode("utf-8", errors="replace").splitlines()
     except OSError:
         return
     for line in lines:

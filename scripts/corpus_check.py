@@ -71,12 +71,17 @@ class RootReport:
 
 
 def python_files(root: Path, skip: Sequence[Path]) -> list[str]:
-    """Every .py/.pyi under `root` (no links followed, `skip` folders left out), relative, sorted."""
+    """Every .py/.pyi under `root` (links neither followed nor listed, `skip` folders left out), relative,
+    sorted."""
     found = []
     for current, dirs, files in os.walk(root):
         here = Path(current)
         dirs[:] = [name for name in dirs if name != "__pycache__" and here / name not in skip]
-        found += [(here / name).relative_to(root).as_posix() for name in files if name.endswith(SUFFIXES)]
+        found += [
+            (here / name).relative_to(root).as_posix()
+            for name in files
+            if name.endswith(SUFFIXES) and not (here / name).is_symlink()
+        ]
     return sorted(found)
 
 
@@ -177,11 +182,9 @@ def copy_corpus(source: Path, target: Path, skip: Sequence[Path]) -> None:
         kept = set()
         for name in names:
             path = here / name
-            if path.is_symlink():
-                continue
-            if path.is_dir() and name != "__pycache__" and path not in skip:
-                kept.add(name)
-            elif name.endswith(SUFFIXES) or name in CONFIG_NAMES or name.startswith("requirements"):
+            wanted_folder = path.is_dir() and name != "__pycache__" and path not in skip
+            wanted_file = name.endswith(SUFFIXES) or name in CONFIG_NAMES or name.startswith("requirements")
+            if not path.is_symlink() and (wanted_folder or wanted_file):
                 kept.add(name)
         return set(names) - kept
 
@@ -274,6 +277,7 @@ def main() -> int:
     parser.add_argument("--venv", type=Path, help="reuse this venv instead of creating one")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder (venv and copies)")
     parser.add_argument("--no-fixtures", action="store_true", help="leave the repository's fixtures out")
+    parser.add_argument("--extra", type=Path, action="append", default=[], help="another corpus root (repeatable)")
     options = parser.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="cachelint-corpus-"))
@@ -287,6 +291,7 @@ def main() -> int:
         ]
         if not options.no_fixtures:
             roots.append(("cachelint fixtures", REPO / "fixtures", []))
+        roots += [(str(extra), extra.resolve(), []) for extra in options.extra]
         reports = []
         for index, (name, root, skip) in enumerate(roots):
             print(f"analysing {name}: {root}", file=sys.stderr)

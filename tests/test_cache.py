@@ -130,6 +130,15 @@ def test_changed_setting_never_reads_entries_of_other_settings(tmp_path: Path) -
     assert run(demo, changed, use_cache=True).findings == run(demo, changed).findings != []
 
 
+def test_settings_hash_covers_all_but_presentation() -> None:
+    base = Settings()
+    assert (
+        dataclasses.replace(base, output_format="json", cache_dir="elsewhere").analysis_hash() == base.analysis_hash()
+    )
+    for change in ({"multimodal": False}, {"exclude": ("tests",)}, {"version_helpers": ("vllm_at_least",)}):
+        assert dataclasses.replace(base, **change).analysis_hash() != base.analysis_hash(), change
+
+
 def test_new_release_never_reads_entries_of_an_older_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     folder = tmp_path / "cache"
     demo = Case("demo", DEMO)
@@ -287,8 +296,8 @@ def test_pool_keeps_item_order_and_never_nests() -> None:
 
 
 def test_small_work_stays_in_this_process() -> None:
-    assert parallel.worker_count(parallel.MIN_PARALLEL_BYTES - 1) == 1
-    assert parallel.worker_count(parallel.MIN_PARALLEL_BYTES) == parallel.available_cores()
+    assert parallel.worker_count(parallel.MIN_PARALLEL_WORK - 1) == 1
+    assert parallel.worker_count(parallel.MIN_PARALLEL_WORK) == parallel.available_cores()
 
 
 def test_findings_round_trip_through_json() -> None:

@@ -12,9 +12,12 @@ from rich.text import Text
 from cachelint.edits import apply_edits, source_lines
 from cachelint.finding import INTERNAL_ERROR, INVALID_SYNTAX, Applicability, Finding, Span
 from cachelint.output.context import ReportContext
-from cachelint.output.human import header, make_console, print_summary, statistics
+from cachelint.output.human import header, make_console, print_summary, printable, statistics
 
 TAB_SIZE = 4
+# A source line longer than this (minified or generated code) is shown as a window around the finding.
+MAX_SHOWN = 320
+SHOWN_BEFORE = 80
 
 _APPLICABILITY_LABELS = {
     Applicability.SAFE: "safe",
@@ -68,19 +71,33 @@ def code_frame(finding: Finding, lines: list[str], shown: range, width: int) -> 
     empty_gutter = Text(" " * width + " |", style="bold blue")
     frame = [empty_gutter]
     for number in shown:
+        line, cut = clip(lines[number - 1], finding.span.col - 1 if number == finding.span.line else 0)
+        line = printable(line)
         row = Text(f"{number:>{width}} |", style="bold blue")
-        row.append(f" {lines[number - 1].expandtabs(TAB_SIZE)}".rstrip())
+        row.append(f" {line.expandtabs(TAB_SIZE)}".rstrip())
         frame.append(row)
         if number == finding.span.line:
-            frame.append(marker(finding, lines[number - 1], width))
+            frame.append(marker(finding, line, width, cut))
     frame.append(empty_gutter)
     return frame
 
 
-def marker(finding: Finding, line: str, width: int) -> Text:
+def clip(line: str, column: int) -> tuple[str, int]:
+    """`line`, or when it is too long a window of it around `column` (0-based) with an ellipsis for
+    each cut end; and the index in `line` where the shown text starts, less its ellipsis."""
+    if len(line) <= MAX_SHOWN:
+        return line, 0
+    start = max(0, min(column - SHOWN_BEFORE, len(line) - MAX_SHOWN))
+    prefix = "\u2026" if start else ""
+    suffix = "\u2026" if start + MAX_SHOWN < len(line) else ""
+    return prefix + line[start : start + MAX_SHOWN] + suffix, start - len(prefix)
+
+
+def marker(finding: Finding, line: str, width: int, cut: int = 0) -> Text:
+    """The carets under `line`, which starts `cut` characters into the source line (see `clip`)."""
     span = finding.span
-    start_index = min(max(span.col - 1, 0), len(line))
-    end_index = span.end_col - 1 if span.end_line == span.line else len(line.rstrip())
+    start_index = min(max(span.col - 1 - cut, 0), len(line))
+    end_index = span.end_col - 1 - cut if span.end_line == span.line else len(line.rstrip())
     end_index = min(max(end_index, start_index), len(line))
     start_cells = cell_len(line[:start_index].expandtabs(TAB_SIZE))
     end_cells = cell_len(line[:end_index].expandtabs(TAB_SIZE))
@@ -95,7 +112,7 @@ def marker(finding: Finding, line: str, width: int) -> Text:
 def annotation(indent: str, label: str, message: str) -> Text:
     row = Text(indent)
     row.append(f"= {label}:", style="bold cyan")
-    row.append(f" {message}")
+    row.append(f" {printable(message)}")
     return row
 
 
@@ -116,5 +133,5 @@ def fix_diff(finding: Finding, source: str, indent: str) -> list[Text]:
     diff = difflib.unified_diff(source_lines(source), source_lines(fixed), n=1, lineterm="")
     for line in list(diff)[2:]:
         style = {"@": "cyan", "-": "red", "+": "green"}.get(line[:1], "")
-        rows.append(Text(f"{indent}  {line[:1]}{line[1:].expandtabs(TAB_SIZE)}".rstrip(), style=style))
+        rows.append(Text(f"{indent}  {line[:1]}{printable(line[1:]).expandtabs(TAB_SIZE)}".rstrip(), style=style))
     return rows

@@ -83,7 +83,8 @@ def occurrence_fingerprints(findings: Sequence[Finding], root: Path) -> list[str
     fingerprints = []
     for finding in findings:
         key = (finding.code, report_path(finding.path, root), finding.function)
-        fingerprints.append(hashlib.sha256("|".join((*key, str(seen[key]))).encode()).hexdigest())
+        data = "|".join((*key, str(seen[key]))).encode("utf-8", "surrogateescape")  # file names need not be UTF-8
+        fingerprints.append(hashlib.sha256(data).hexdigest())
         seen[key] += 1
     return fingerprints
 
@@ -97,7 +98,7 @@ def artifact_location(path: str, root: Path) -> dict[str, Any]:
     relative = repo_relative(path, root)
     if relative is None:
         return {"uri": Path(path).absolute().as_uri()}
-    return {"uri": quote(relative), "uriBaseId": SRCROOT}
+    return {"uri": quote(relative, errors="surrogateescape"), "uriBaseId": SRCROOT}
 
 
 def region(span: Span) -> dict[str, int]:

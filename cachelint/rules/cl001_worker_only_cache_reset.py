@@ -157,12 +157,16 @@ def _driver_reset(ref: FunctionRef, site: CallSite, method: str) -> str | None:
 
 def _driver_sites(function: FunctionSummary, context: Context) -> list[tuple[FunctionRef, CallSite]]:
     """The `collective_rpc("<this method>")` calls that run this worker-extension method."""
-    return [
-        (ref, call)
-        for ref in context.project.functions()
-        for call in ref.function.calls
-        if call.via == "rpc" and call.name == function.name and call.anchor is not None
-    ]
+    memo = context.project.memo
+    if "CL001-rpc-sites" not in memo:  # indexed once per run: one scan per finding is quadratic
+        by_name: dict[str, list[tuple[FunctionRef, CallSite]]] = {}
+        for ref in context.project.functions():
+            for call in ref.function.calls:
+                if call.via == "rpc" and call.anchor is not None:
+                    by_name.setdefault(call.name, []).append((ref, call))
+        memo["CL001-rpc-sites"] = by_name
+    sites: dict[str, list[tuple[FunctionRef, CallSite]]] = memo["CL001-rpc-sites"]
+    return list(sites.get(function.name, []))
 
 
 def _already_resets(ref: FunctionRef, site: CallSite, method: str, context: Context) -> bool:

@@ -1,0 +1,120 @@
+"""cachelint reads the code it checks and never runs it; it reports and writes only inside the project.
+
+- Nothing analysed is imported or executed (setup.py, the checked modules, a package shadowing vllm):
+  each would leave a marker file if it ran.
+- Config and dependency pins (pyproject.toml, setup.py) are read statically.
+- Paths in the output are inside the analysed root, also for files reached through symbolic links.
+- A symbolic link to a file outside the project is never written through by --fix (it is reported
+  and skipped); a link to a file inside it is written once.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from cli_runner import Result, check, write_tree
+
+from cachelint.vllm_range import read_supported_range
+
+BUGGY = """\
+import vllm
+
+
+class Server:
+    def __init__(self, engine):
+        self.engine = engine
+
+    async def update_weights(self, meta):
+        await self.engine.collective_rpc("reset_encoder_cache")
+"""
+FIXED = BUGGY.replace('self.engine.collective_rpc("reset_encoder_cache")', "self.engine.reset_encoder_cache()")
+
+
+def _leaves_marker(markers: Path, name: str) -> str:
+    return f"open({str(markers / name)!r}, 'w').write('ran')\n"
+
+
+def _no_traceback(result: Result) -> Result:
+    assert "Traceback" not in result.stderr + result.stdout, result.stderr
+    return result
+
+
+def test_analysed_code_is_never_imported_or_executed(tmp_path: Path) -> None:
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    root = tmp_path / "project"
+    write_tree(
+        root,
+        {
+            "setup.py": "import setuptools\n"
+            + _leaves_marker(markers, "setup.py")
+            + 'setuptools.setup(name="evil", install_requires=["vllm>=0.18,<0.20"])\n',
+            "pyproject.toml": '[tool.cachelint]\nextend-refit-functions = ["push_weights"]\n',
+            "conftest.py": _leaves_marker(markers, "conftest.py"),
+            "vllm/__init__.py": _leaves_marker(markers, "vllm"),  # shadows vllm for anyone importing it
+            "pkg/__init__.py": _leaves_marker(markers, "pkg-init"),
+            "pkg/server.py": _leaves_marker(markers, "server") + BUGGY,
+        },
+    )
+    runs = [
+        ("--output-format", "json", "."),
+        ("--show-settings", "."),
+        ("--statistics", "."),
+        ("--diff", "--unsafe-fixes", "."),
+        ("--fix", "--unsafe-fixes", "."),
+        ("--add-noqa", "."),
+    ]
+    for args in runs:
+        result = _no_traceback(check(*args, cwd=root))
+        assert result.code in (0, 1), (args, result.stderr)
+    assert sorted(path.name for path in markers.iterdir()) == []
+    # The runs did see and fix the code they did not run.
+    assert (root / "pkg/server.py").read_text().endswith(FIXED)
+    # ... and read the pins of the setup.py they did not run.
+    supported = read_supported_range(root)
+    assert supported.source == "pinned in setup.py"
+    assert all(str(version).startswith(("0.18", "0.19")) for version in supported.releases)
+    assert sorted(path.name for path in markers.iterdir()) == []
+
+
+def test_output_paths_stay_inside_the_analysed_root(tmp_path: Path) -> None:
+    outside = write_tree(tmp_path / "outside", {"real.py": BUGGY})
+    root = write_tree(tmp_path / "project", {"pyproject.toml": '[project]\nname = "p"\n', "pkg/server.py": BUGGY})
+    (root / "pkg/linked.py").symlink_to(outside / "real.py")
+    for output_format in ("json", "sarif"):
+        result = _no_traceback(check("--output-format", output_format, "--unsafe-fixes", ".", cwd=root))
+        assert result.code == 1
+        data = json.loads(result.stdout)
+        if output_format == "json":
+            paths = [finding["filename"] for finding in data]
+            paths += [edit["filename"] for finding in data for edit in (finding["fix"] or {}).get("edits", [])]
+        else:
+            paths = [
+                location["physicalLocation"]["artifactLocation"]["uri"]
+                for run in data["runs"]
+                for result_ in run["results"]
+                for location in result_["locations"]
+            ]
+        assert sorted(set(paths)) == ["pkg/linked.py", "pkg/server.py"], paths
+        assert str(outside) not in result.stdout
+
+
+def test_fix_never_writes_through_a_link_to_outside_the_project(tmp_path: Path) -> None:
+    outside = write_tree(tmp_path / "outside", {"real.py": BUGGY})
+    root = write_tree(tmp_path / "project", {"pyproject.toml": '[project]\nname = "p"\n', "pkg/server.py": BUGGY})
+    (root / "pkg/linked.py").symlink_to(outside / "real.py")
+    (root / "pkg/alias.py").symlink_to("server.py")  # inside the project: written, once
+
+    result = _no_traceback(check("--fix", "--unsafe-fixes", ".", cwd=root))
+    assert (outside / "real.py").read_text() == BUGGY
+    assert (root / "pkg/linked.py").is_symlink()
+    assert (root / "pkg/server.py").read_text() == FIXED
+    assert (root / "pkg/alias.py").is_symlink()
+    real = (outside / "real.py").resolve()
+    assert result.stderr.splitlines() == [
+        f"cachelint: error: pkg/linked.py: not written: it is a symbolic link to {real}, outside the project"
+    ]
+    assert result.code == 1
+    assert "pkg/linked.py:9:15: CL001" in result.stdout  # still reported: it was not fixed
+    assert "pkg/server.py" not in result.stdout
