@@ -253,12 +253,7 @@ class Cache:
             self._turn_off("cannot open", error)
             return None
         try:
-            connection.execute("PRAGMA journal_mode=WAL")
-            connection.execute("PRAGMA synchronous=NORMAL")
-            connection.execute(
-                "CREATE TABLE IF NOT EXISTS entries"
-                " (key TEXT PRIMARY KEY, value TEXT NOT NULL, summary TEXT, used INTEGER NOT NULL)"
-            )
+            _set_up(connection)
         except Exception as error:
             connection.close()
             self._turn_off("cannot use", error)
@@ -286,6 +281,29 @@ class Cache:
     def _warn(self, message: str) -> None:
         if self.warning is None:
             self.warning = message
+
+
+def _set_up(connection: sqlite3.Connection) -> None:
+    """WAL mode and the table. Switching a new database to WAL can fail at once with "database is
+    locked" while another process creates it (sqlite does not wait there), so that step is retried."""
+    import sqlite3
+
+    for attempt in range(SETUP_ATTEMPTS):
+        try:
+            connection.execute("PRAGMA journal_mode=WAL")
+            connection.execute("PRAGMA synchronous=NORMAL")
+            connection.execute(
+                "CREATE TABLE IF NOT EXISTS entries"
+                " (key TEXT PRIMARY KEY, value TEXT NOT NULL, summary TEXT, used INTEGER NOT NULL)"
+            )
+            return
+        except sqlite3.OperationalError:
+            if attempt == SETUP_ATTEMPTS - 1:
+                raise
+            time.sleep(0.05)
+
+
+SETUP_ATTEMPTS = 40
 
 
 def _reason(error: BaseException) -> str:

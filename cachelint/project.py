@@ -14,9 +14,9 @@ When several candidates remain, a path counts as resetting a cache if any candid
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from cachelint.summary import (
     CallSite,
@@ -98,6 +98,9 @@ GENERIC_NAMES = frozenset(
 )
 
 
+T = TypeVar("T")
+
+
 @dataclass(frozen=True)
 class FunctionRef:
     file: FileSummary
@@ -139,7 +142,7 @@ class ProjectIndex:
         self.methods_by_class: dict[tuple[str, str], list[FunctionRef]] = {}
         self.classes_by_name: dict[str, list[tuple[FileSummary, ClassSummary]]] = {}
         self.worker_extensions: set[str] = set(worker_extension_classes)
-        self.memo: dict[str, Any] = {}
+        self._memo: dict[str, Any] = {}
         self._bases: dict[str, list[str]] = {}
         self._subclasses: dict[str, list[tuple[FileSummary, ClassSummary]]] | None = None
         self._resolved: dict[tuple[int, int, int], tuple[FileSummary, FunctionSummary, CallSite, list[FunctionRef]]]
@@ -281,6 +284,20 @@ class ProjectIndex:
                     if target.key not in seen:
                         seen.add(target.key)
                         queue.append(Reached(target, (*current.path, target)))
+
+    def memoized(self, key: str, compute: Callable[[], T]) -> T:
+        """`compute()` once per index: project-wide results the rules share across files."""
+        if key not in self._memo:
+            self._memo[key] = compute()
+        result: T = self._memo[key]
+        return result
+
+    def refit_roots(self, names: frozenset[str]) -> list[FunctionRef]:
+        """The functions named as weight-update roots, in a stable order."""
+        return sorted(
+            (ref for ref in self.functions() if ref.function.name in names),
+            key=lambda ref: (ref.file.path, ref.function.span.line),
+        )
 
     def functions(self) -> Iterator[FunctionRef]:
         for summary in self.files.values():

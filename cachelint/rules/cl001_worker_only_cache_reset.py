@@ -157,16 +157,18 @@ def _driver_reset(ref: FunctionRef, site: CallSite, method: str) -> str | None:
 
 def _driver_sites(function: FunctionSummary, context: Context) -> list[tuple[FunctionRef, CallSite]]:
     """The `collective_rpc("<this method>")` calls that run this worker-extension method."""
-    memo = context.project.memo
-    if "CL001-rpc-sites" not in memo:  # indexed once per run: one scan per finding is quadratic
-        by_name: dict[str, list[tuple[FunctionRef, CallSite]]] = {}
-        for ref in context.project.functions():
-            for call in ref.function.calls:
-                if call.via == "rpc" and call.anchor is not None:
-                    by_name.setdefault(call.name, []).append((ref, call))
-        memo["CL001-rpc-sites"] = by_name
-    sites: dict[str, list[tuple[FunctionRef, CallSite]]] = memo["CL001-rpc-sites"]
+    sites = context.project.memoized("CL001-rpc-sites", lambda: _rpc_sites_by_name(context))
     return list(sites.get(function.name, []))
+
+
+def _rpc_sites_by_name(context: Context) -> dict[str, list[tuple[FunctionRef, CallSite]]]:
+    """Indexed once per run: one scan of the project per finding is quadratic."""
+    by_name: dict[str, list[tuple[FunctionRef, CallSite]]] = {}
+    for ref in context.project.functions():
+        for call in ref.function.calls:
+            if call.via == "rpc" and call.anchor is not None:
+                by_name.setdefault(call.name, []).append((ref, call))
+    return by_name
 
 
 def _already_resets(ref: FunctionRef, site: CallSite, method: str, context: Context) -> bool:

@@ -54,22 +54,13 @@ class RefitWithoutMmReset(Rule):
 
 def stale_prefix_resets(context: Context) -> list[StalePrefixReset]:
     """Every flagged prefix reset in the project, computed once per run."""
-    memo = context.project.memo
-    if "CL003" not in memo:
-        memo["CL003"] = list(_find(context))
-    result: list[StalePrefixReset] = memo["CL003"]
-    return result
+    return context.project.memoized("CL003", lambda: list(_find(context)))
 
 
 def _find(context: Context) -> Iterator[StalePrefixReset]:
     """Each flagged prefix reset once, with the shortest chain from any root that reaches it."""
-    roots = context.settings.all_refit_functions
     shortest: dict[tuple[str, int, int], StalePrefixReset] = {}
-    refs = sorted(
-        (ref for ref in context.project.functions() if ref.function.name in roots),
-        key=lambda ref: (ref.file.path, ref.function.span.line),
-    )
-    for root in refs:
+    for root in context.project.refit_roots(context.settings.all_refit_functions):
         for stale in _check_root(root, context):
             key = (stale.reached.ref.file.path, stale.event.span.line, stale.event.span.col)
             known = shortest.get(key)

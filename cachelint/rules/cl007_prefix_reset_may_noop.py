@@ -56,22 +56,13 @@ class PrefixResetMayNoop(Rule):
 
 def noop_risks(context: Context) -> list[NoopRisk]:
     """Every flagged prefix reset in the project, computed once per run."""
-    memo = context.project.memo
-    if "CL007" not in memo:
-        memo["CL007"] = list(_find(context))
-    result: list[NoopRisk] = memo["CL007"]
-    return result
+    return context.project.memoized("CL007", lambda: list(_find(context)))
 
 
 def _find(context: Context) -> Iterator[NoopRisk]:
     """Each flagged reset once, with the shortest path from a refit root."""
-    roots = context.settings.all_refit_functions
     shortest: dict[tuple[str, int, int], NoopRisk] = {}
-    refs = sorted(
-        (ref for ref in context.project.functions() if ref.function.name in roots),
-        key=lambda ref: (ref.file.path, ref.function.span.line),
-    )
-    for root in refs:
+    for root in context.project.refit_roots(context.settings.all_refit_functions):
         for reached in context.project.reachable(root):
             if reached.ref.file.engine == "other":
                 continue
@@ -166,16 +157,15 @@ def _root_callers_quiesce(root: FunctionRef, context: Context) -> bool:
     """Some function of the project pauses (aborts, drains, sleeps) before it calls a function named
     like this root: refits are layered under one name (trainer -> actor -> server `update_weights`) and
     the layers are often linked through Ray or string dispatch, which the call graph cannot follow."""
-    memo = context.project.memo.setdefault("CL007-roots", {})
     name = root.function.name
-    if name not in memo:
-        memo[name] = any(
+    return context.project.memoized(
+        f"CL007-root:{name}",
+        lambda: any(
             call.name == name and call.via != "rpc" and _quiesces_before(ref, call.span, context)
             for ref in context.project.functions()
             for call in ref.function.calls
-        )
-    answer: bool = memo[name]
-    return answer
+        ),
+    )
 
 
 def _force_since(context: Context) -> Version | None:
