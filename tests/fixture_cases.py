@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
+import os
 import re
 import tokenize
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+from cachelint.config import Settings
+from cachelint.engine import Analysis, analyze
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 EXPECTATION = re.compile(r"#\s*error:\s*(CL\d{3}(?:\s*,\s*CL\d{3})*)")
@@ -62,3 +68,19 @@ def rule_cases() -> list[Case]:
             if is_case_file or (entry.is_dir() and not entry.name.startswith((".", "__"))):
                 cases.append(Case(rule_dir.name, entry))
     return cases
+
+
+def analyze_case(case: Case, settings: Settings | None = None, **options: Any) -> Analysis:
+    """`analyze` over a case as a user would run it: from its folder, with its vLLM range."""
+    base = settings or Settings()
+    vllm = case.vllm_range()
+    if vllm is not None:
+        base = dataclasses.replace(base, vllm=vllm)
+    old = Path.cwd()
+    os.chdir(case.path if case.path.is_dir() else case.path.parent)
+    try:
+        target = Path() if case.path.is_dir() else Path(case.path.name)
+        root = Path().resolve() if case.path.is_dir() else case.path
+        return analyze([target], base, project_root=root, **options)
+    finally:
+        os.chdir(old)

@@ -14,32 +14,15 @@ from pathlib import Path
 
 import pytest
 from cli_runner import DEMO, cachelint, check, environment
-from fixture_cases import FIXTURES, Case, rule_cases
+from fixture_cases import FIXTURES, Case, analyze_case, rule_cases
 
 import cachelint as package
 from cachelint import parallel
 from cachelint.cache import CACHEDIR_TAG, DATABASE, FileRecord
 from cachelint.config import Settings
-from cachelint.engine import Analysis, analyze
 from cachelint.finding import Finding
 
 CASES = [*rule_cases(), Case("demo", FIXTURES / "demo")]
-
-
-def run(case: Case, settings: Settings | None = None, **options: object) -> Analysis:
-    """`analyze` over a fixture case as test_fixtures runs it, with engine `options`."""
-    base = settings or Settings()
-    vllm = case.vllm_range()
-    if vllm is not None:
-        base = dataclasses.replace(base, vllm=vllm)
-    old = Path.cwd()
-    os.chdir(case.path if case.path.is_dir() else case.path.parent)
-    try:
-        target = Path() if case.path.is_dir() else Path(case.path.name)
-        root = Path().resolve() if case.path.is_dir() else case.path
-        return analyze([target], base, project_root=root, **options)  # type: ignore[arg-type]
-    finally:
-        os.chdir(old)
 
 
 def copy_demo(folder: Path) -> Path:
@@ -75,31 +58,31 @@ def rewrite_file_entries(folder: Path, record: FileRecord) -> None:
 
 @pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
 def test_findings_are_identical_with_and_without_cache_serial_and_parallel(case: Case, tmp_path: Path) -> None:
-    expected = run(case, workers=1).findings
-    assert run(case, workers=2).findings == expected, "parallel differs from serial"
+    expected = analyze_case(case, workers=1).findings
+    assert analyze_case(case, workers=2).findings == expected, "parallel differs from serial"
     settings = cached(tmp_path / "cache")
-    assert run(case, settings, use_cache=True, workers=2).findings == expected, "cold cache (parallel)"
-    assert run(case, settings, use_cache=True, workers=1).findings == expected, "warm cache (whole run)"
+    assert analyze_case(case, settings, use_cache=True, workers=2).findings == expected, "cold cache (parallel)"
+    assert analyze_case(case, settings, use_cache=True, workers=1).findings == expected, "warm cache (whole run)"
     forget_runs(tmp_path / "cache")
-    assert run(case, settings, use_cache=True, workers=1).findings == expected, "warm cache (file entries)"
-    assert run(case, settings, use_cache=True, workers=1).warnings == []
+    assert analyze_case(case, settings, use_cache=True, workers=1).findings == expected, "warm cache (file entries)"
+    assert analyze_case(case, settings, use_cache=True, workers=1).warnings == []
 
 
 def test_warm_run_reads_file_entries_instead_of_parsing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     settings = cached(tmp_path / "cache")
     demo = Case("demo", DEMO)
-    expected = run(demo, settings, use_cache=True).findings
+    expected = analyze_case(demo, settings, use_cache=True).findings
     forget_runs(tmp_path / "cache")
 
     def no_parsing(tasks: object) -> list[object]:
         raise AssertionError(f"parsed although cached: {tasks}")
 
     monkeypatch.setattr("cachelint.engine.examine_files", no_parsing)
-    assert run(demo, settings, use_cache=True).findings == expected
+    assert analyze_case(demo, settings, use_cache=True).findings == expected
 
 
 def test_cache_folder_is_tagged_and_ignored_by_git(tmp_path: Path) -> None:
-    run(Case("demo", DEMO), cached(tmp_path / "cache"), use_cache=True)
+    analyze_case(Case("demo", DEMO), cached(tmp_path / "cache"), use_cache=True)
     tag = (tmp_path / "cache" / "CACHEDIR.TAG").read_text(encoding="utf-8")
     assert tag.startswith("Signature: 8a477f597d28d172789f06886806bc55\n")
     assert tag == CACHEDIR_TAG
@@ -123,11 +106,11 @@ def test_no_cache_flag_neither_reads_nor_writes(tmp_path: Path) -> None:
 def test_changed_setting_never_reads_entries_of_other_settings(tmp_path: Path) -> None:
     folder = tmp_path / "cache"
     demo = Case("demo", DEMO)
-    run(demo, cached(folder), use_cache=True)
+    analyze_case(demo, cached(folder), use_cache=True)
     rewrite_file_entries(folder, FileRecord(trigger=False))
-    assert run(demo, cached(folder), use_cache=True).findings == [], "the doctored entries are read"
+    assert analyze_case(demo, cached(folder), use_cache=True).findings == [], "the doctored entries are read"
     changed = dataclasses.replace(cached(folder), extend_refit_functions=("some_other_refit",))
-    assert run(demo, changed, use_cache=True).findings == run(demo, changed).findings != []
+    assert analyze_case(demo, changed, use_cache=True).findings == analyze_case(demo, changed).findings != []
 
 
 def test_settings_hash_covers_all_but_presentation() -> None:
@@ -142,22 +125,22 @@ def test_settings_hash_covers_all_but_presentation() -> None:
 def test_new_release_never_reads_entries_of_an_older_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     folder = tmp_path / "cache"
     demo = Case("demo", DEMO)
-    expected = run(demo).findings
-    run(demo, cached(folder), use_cache=True)
+    expected = analyze_case(demo).findings
+    analyze_case(demo, cached(folder), use_cache=True)
     rewrite_file_entries(folder, FileRecord(trigger=False))
     monkeypatch.setattr(package, "__version__", package.__version__ + ".post1")
-    assert run(demo, cached(folder), use_cache=True).findings == expected
+    assert analyze_case(demo, cached(folder), use_cache=True).findings == expected
 
 
 def test_changed_file_is_analysed_again(tmp_path: Path) -> None:
     project = copy_demo(tmp_path)
     case = Case("demo", project)
     settings = cached(tmp_path / "cache")
-    before = run(case, settings, use_cache=True).findings
+    before = analyze_case(case, settings, use_cache=True).findings
     changed = before[0].path
     (project / changed).write_text("\n\n" + (project / changed).read_text(encoding="utf-8"), encoding="utf-8")
-    after = run(case, settings, use_cache=True).findings
-    assert after == run(case).findings
+    after = analyze_case(case, settings, use_cache=True).findings
+    assert after == analyze_case(case).findings
     assert {(f.code, f.span.line - 2) for f in after if f.path == changed} == {
         (f.code, f.span.line) for f in before if f.path == changed
     }
@@ -184,16 +167,16 @@ def test_corrupt_database_is_ignored_and_reported_once(tmp_path: Path) -> None:
 def test_truncated_entry_is_ignored_reported_once_and_rewritten(tmp_path: Path, column: str) -> None:
     folder = tmp_path / "cache"
     demo = Case("demo", DEMO)
-    expected = run(demo, cached(folder), use_cache=True).findings
+    expected = analyze_case(demo, cached(folder), use_cache=True).findings
     with sqlite3.connect(folder / DATABASE) as connection:
         connection.execute("DELETE FROM entries WHERE key LIKE 'run:%'")
         connection.execute(f"UPDATE entries SET {column} = substr({column}, 1, length({column}) / 2)")
     connection.close()
-    damaged = run(demo, cached(folder), use_cache=True)
+    damaged = analyze_case(demo, cached(folder), use_cache=True)
     assert damaged.findings == expected
     assert len(damaged.warnings) == 1 and "corrupt" in damaged.warnings[0]
     forget_runs(folder)
-    repaired = run(demo, cached(folder), use_cache=True)
+    repaired = analyze_case(demo, cached(folder), use_cache=True)
     assert (repaired.findings, repaired.warnings) == (expected, [])
 
 
@@ -201,8 +184,8 @@ def test_cache_folder_that_cannot_be_created_is_reported_once(tmp_path: Path) ->
     blocker = tmp_path / "a-file"
     blocker.write_text("", encoding="utf-8")
     demo = Case("demo", DEMO)
-    analysis = run(demo, cached(blocker / "cache"), use_cache=True)
-    assert analysis.findings == run(demo).findings
+    analysis = analyze_case(demo, cached(blocker / "cache"), use_cache=True)
+    assert analysis.findings == analyze_case(demo).findings
     assert len(analysis.warnings) == 1 and "the cache is off" in analysis.warnings[0]
 
 
@@ -230,7 +213,7 @@ def test_database_that_cannot_be_written_is_reported_once(tmp_path: Path, monkey
     project = copy_demo(tmp_path)
     case = Case("demo", project)
     settings = cached(tmp_path / "cache")
-    run(case, settings, use_cache=True)
+    analyze_case(case, settings, use_cache=True)
     changed = next(project.rglob("*.py"))
     changed.write_text("\n" + changed.read_text(encoding="utf-8"), encoding="utf-8")
     connect = sqlite3.connect
@@ -239,8 +222,8 @@ def test_database_that_cannot_be_written_is_reported_once(tmp_path: Path, monkey
         return connect(f"{Path(database).as_uri()}?mode=ro", uri=True, **options)  # type: ignore[arg-type]
 
     monkeypatch.setattr(sqlite3, "connect", read_only)
-    analysis = run(case, settings, use_cache=True)
-    assert analysis.findings == run(case).findings
+    analysis = analyze_case(case, settings, use_cache=True)
+    assert analysis.findings == analyze_case(case).findings
     assert len(analysis.warnings) == 1 and "the cache is off" in analysis.warnings[0]
 
 
@@ -301,5 +284,5 @@ def test_small_work_stays_in_this_process() -> None:
 
 
 def test_findings_round_trip_through_json() -> None:
-    findings = run(Case("demo", DEMO)).findings
+    findings = analyze_case(Case("demo", DEMO)).findings
     assert [Finding.from_json(finding.to_json()) for finding in findings] == findings

@@ -2,32 +2,16 @@
 
 from __future__ import annotations
 
-import dataclasses
-import os
-from pathlib import Path
-
 import pytest
-from fixture_cases import FIXTURES, Case, rule_cases
+from fixture_cases import FIXTURES, Case, analyze_case, rule_cases
 
 from cachelint.config import Settings
-from cachelint.engine import analyze
 
 CASES = rule_cases()
 
 
 def run_case(case: Case, settings: Settings | None = None) -> set[tuple[str, int, str]]:
-    base = settings or Settings()
-    vllm = case.vllm_range()
-    if vllm is not None:
-        base = dataclasses.replace(base, vllm=vllm)
-    old = Path.cwd()
-    os.chdir(case.path if case.path.is_dir() else case.path.parent)
-    try:
-        target = Path() if case.path.is_dir() else Path(case.path.name)
-        root = Path().resolve() if case.path.is_dir() else case.path
-        analysis = analyze([target], base, project_root=root)
-    finally:
-        os.chdir(old)
+    analysis = analyze_case(case, settings)
     return {(finding.path, finding.span.line, finding.code) for finding in analysis.findings}
 
 

@@ -7,18 +7,8 @@ from collections.abc import Iterator
 from cachelint.facts import ApiFact, EngineClass
 from cachelint.finding import Applicability, Edit, Finding, Fix, Span
 from cachelint.rules.base import Context, Rule, RuleInfo
+from cachelint.rules.events import LOST_EFFECT
 from cachelint.summary import FileSummary, FunctionSummary, ResetEvent
-
-# What does not happen when the coroutine is dropped, per method.
-LOST_EFFECT = {
-    "reset_prefix_cache": "the prefix cache is never reset",
-    "reset_mm_cache": "the multimodal caches are never reset",
-    "reset_encoder_cache": "the encoder cache is never reset",
-    "pause_generation": "generation is never paused and nothing is cleared",
-    "resume_generation": "generation stays paused",
-    "sleep": "the engine never sleeps: no memory is freed and no cache is cleared",
-    "wake_up": "the engine stays asleep",
-}
 
 
 class UnawaitedEngineCoroutine(Rule):

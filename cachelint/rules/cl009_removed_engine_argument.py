@@ -9,7 +9,7 @@ from packaging.version import Version
 from cachelint.facts import ApiFact, EngineArgumentFact
 from cachelint.finding import Applicability, Edit, Finding, Fix
 from cachelint.rules.base import Context, Rule, RuleInfo
-from cachelint.rules.events import assumed_class, describe_releases, gates_allow
+from cachelint.rules.events import LOST_EFFECT, assumed_class, describe_releases, gates_allow
 from cachelint.summary import ArgumentUse, FileSummary, FunctionSummary, Gate, ResetEvent
 
 # A removed keyword of an engine method with a direct replacement: the new keyword and the value that
@@ -21,16 +21,6 @@ KEYWORD_REPLACEMENTS: dict[tuple[str, str], tuple[str, dict[str, str]]] = {
 ENGINE_ARGUMENT_CALLS = frozenset({"EngineArgs", "AsyncEngineArgs", "LLM"})
 # ... and containers the project fills for later (its own code may read the key back).
 ARGUMENT_CONTAINERS = frozenset({"Namespace", "SimpleNamespace", "dict", "update"})
-
-LOST_EFFECT = {
-    "pause_generation": "generation is never paused and nothing is cleared",
-    "reset_prefix_cache": "the prefix cache is never reset",
-    "reset_mm_cache": "the multimodal caches are never reset",
-    "reset_encoder_cache": "the encoder cache is never reset",
-    "sleep": "the engine never sleeps",
-    "wake_up": "the engine never wakes up",
-    "resume_generation": "generation stays paused",
-}
 
 
 class RemovedEngineArgument(Rule):

@@ -9,6 +9,17 @@ from cachelint.rules import insertions
 from cachelint.rules.base import Context
 from cachelint.summary import Gate, ResetEvent
 
+# What does not happen, per engine method, when its call never runs.
+LOST_EFFECT = {
+    "reset_prefix_cache": "the prefix cache is never reset",
+    "reset_mm_cache": "the multimodal caches are never reset",
+    "reset_encoder_cache": "the encoder cache is never reset",
+    "pause_generation": "generation is never paused and nothing is cleared",
+    "resume_generation": "generation stays paused",
+    "sleep": "the engine never sleeps: no memory is freed and no cache is cleared",
+    "wake_up": "the engine stays asleep",
+}
+
 ENGINE_LEVEL_CLASSES = (EngineClass.ASYNC_LLM, EngineClass.LLM_ENGINE, EngineClass.LLM)
 
 
