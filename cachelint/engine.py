@@ -10,6 +10,7 @@ import os
 import re
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,7 +31,9 @@ if TYPE_CHECKING:  # the rest is imported when the findings are not in the cache
     from cachelint.project import ProjectIndex
     from cachelint.rules import Context, Rule
 
-# Bytes that any file the rules or the call graph can use must contain.
+# Bytes that any file the rules can use must contain, or else `def ` and the name of a weight-update
+# function (`trigger_words`). A file that only calls such a function, or a helper, is reached through
+# the call graph and parsed on demand.
 TRIGGER_WORDS = (
     b"reset_prefix_cache",
     b"reset_mm_cache",
@@ -44,12 +47,6 @@ TRIGGER_WORDS = (
     b"mm_processor_cache",
     b"disable_mm_preprocessor_cache",
     b"worker_extension_cls",
-    b"update_weight",
-    b"sync_weight",
-    b"broadcast_to",
-    b"_move_model_to_vllm",
-    b"refit",
-    b"load_states",
     b"reload_weights",
     # engine coroutines with no cache effect (CL005): only judged on receivers built or annotated as these
     b"AsyncLLM",
@@ -61,14 +58,11 @@ TRIGGER_WORDS = (
 _DEFINED_WORD = re.compile(rb"def (?=(\w+))")
 
 
-def trigger_words(extra: Iterable[bytes] = ()) -> tuple[bytes, ...]:
-    """TRIGGER_WORDS and the `extra` words that hold none of them (a file holding such a word holds the
-    trigger word inside it anyway)."""
-    return TRIGGER_WORDS + tuple(w for w in dict.fromkeys(extra) if not any(t in w for t in TRIGGER_WORDS))
-
-
-def has_trigger(raw: bytes, extra: Iterable[bytes] = ()) -> bool:
-    return any(word in raw for word in trigger_words(extra))
+def trigger_words(refit_functions: Iterable[str]) -> tuple[bytes, ...]:
+    """TRIGGER_WORDS and `def NAME` for each weight-update function, leaving out a word that holds
+    another (a file holding it holds the other anyway)."""
+    words = {*TRIGGER_WORDS, *(f"def {name}".encode() for name in refit_functions)}
+    return tuple(sorted(word for word in words if not any(other != word and other in word for other in words)))
 
 
 def display_path(path: Path) -> str:
@@ -175,7 +169,7 @@ class Analyzer:
         self.root = root
         self._rules = rules
         self.loaded: dict[Path, LoadedFile] = {}
-        self.trigger_words = trigger_words(name.encode() for name in settings.all_refit_functions)
+        self.trigger_words = trigger_words(settings.all_refit_functions)
         self.root_folder = root if root.is_dir() else root.parent
         self.cache = cache
         self.workers = parallel.Workers(workers)
@@ -250,16 +244,19 @@ class Analyzer:
                 except SourceError as error:
                     loaded.error = syntax_error_finding(loaded.display, error)
 
-    def run_key(self, targets: list[LoadedFile], project: list[LoadedFile], supported: SupportedRange) -> str | None:
+    def run_key(
+        self, targets: list[LoadedFile], project: list[LoadedFile], supported: SupportedRange, named: AbstractSet[str]
+    ) -> str | None:
         """What the findings of this run depend on beyond settings and code: every file's path and
-        bytes (and module name), the project root and the supported vLLM releases. None without a
-        cache, or when a file could not be read."""
+        bytes (and module name), which targets were named, the project root and the supported vLLM
+        releases. None without a cache, or when a file could not be read."""
         if self.cache is None or not all(loaded.cache_key for loaded in (*targets, *project)):
             return None
         inputs = {
             "root": str(self._absolute_root),
             "supported": [[str(version) for version in supported.releases], supported.source],
             "targets": [[loaded.display, loaded.cache_key] for loaded in targets],
+            "named": sorted(named),
             "project": [[loaded.display, loaded.cache_key] for loaded in project],
         }
         return self.cache.run_key(json.dumps(inputs))
@@ -286,16 +283,18 @@ class Analyzer:
         if self.cache is not None and run_key is not None:
             self.cache.put_run(run_key, [finding.to_json() for finding in findings])
 
-    def check_syntax(self) -> None:
-        """Parse the targets no rule needed: they still get an invalid-syntax diagnostic when CPython
-        rejects them."""
-        self._fulfil(
-            [
-                (loaded, False)
-                for loaded in self.loaded.values()
-                if loaded.target and loaded.record is not None and loaded.summary is None and loaded.error is None
-            ]
-        )
+    def check_syntax(self, named: AbstractSet[str]) -> None:
+        """Parse the files named on the command line (`named`: absolute paths) that no rule needed:
+        they still get an invalid-syntax diagnostic when CPython rejects them. A file found by walking
+        a folder that holds no trigger word cannot matter, and is not parsed."""
+        requests: list[tuple[LoadedFile, bool]] = []
+        for absolute, loaded in self._by_absolute.items():
+            if loaded.target and loaded.record is not None and loaded.summary is None and loaded.error is None:
+                if absolute in named:
+                    requests.append((loaded, False))
+                else:
+                    self._finished.add(loaded.display)
+        self._fulfil(requests)
 
     def _fulfil(self, requests: Sequence[tuple[LoadedFile, bool]]) -> None:
         """Give each file its summary (when asked for) or its syntax verdict, from its record when it
@@ -370,9 +369,11 @@ class Analyzer:
             walked = list(walk_python_files(self.root, excludes))
         return [*walked, *targets]
 
-    def load_on_demand(self, index_files: list[LoadedFile], unparsed: list[Path]) -> None:
-        """Parse the files that define what the refit paths call but the index lacks, and the files
-        that override a method holding a processor-cache workaround."""
+    def load_on_demand(self, index_files: list[LoadedFile], unparsed: list[Path]) -> ProjectIndex:
+        """Index the summarized files, then parse the files that define what the refit paths call but
+        the index lacks, the files that override a method holding a processor-cache workaround, and
+        the files that may pause before calling a refit root whose path holds a prefix reset that may
+        do nothing (CL007). Return the index of them all."""
         from cachelint.project import ProjectIndex
 
         candidates = list(
@@ -384,30 +385,44 @@ class Analyzer:
             for parts in [loaded.module.split(".")]
             for end in range(1, len(parts) + 1)
         }
+        index = ProjectIndex(
+            [loaded.summary for loaded in index_files if loaded.summary], self.settings.worker_extension_classes
+        )
+        callers_matter = self.settings.is_enabled("CL007")
         for _ in range(4):
-            index = ProjectIndex([loaded.summary for loaded in index_files if loaded.summary])
-            wanted = self._unresolved_refit_calls(index, project_modules) | {
+            unresolved, prefix_roots = self._refit_paths(index, project_modules)
+            wanted = unresolved | {
                 workaround.function.rsplit(".", 1)[-1]
                 for summary in index.files.values()
                 for workaround in summary.workarounds
                 if workaround.cls
             }
-            if not wanted:
-                return
             words = {name for name in wanted if name.isascii() and name.isidentifier()}
-            others = sorted(wanted - words)
-            pattern = re.compile(rb"def (?:" + b"|".join(re.escape(w.encode()) for w in others) + rb")\b")
-            matched = [
-                loaded
-                for loaded in candidates
-                if not (loaded.summary or loaded.error or loaded.record is None)
-                and (not self._defined(loaded).isdisjoint(words) or (others and pattern.search(loaded.raw)))
-            ]
+            others = [re.escape(name.encode()) for name in sorted(wanted - words)]
+            pattern = re.compile(rb"def (?:" + b"|".join(others) + rb")\b") if others else None
+            callers = [name.encode() for name in sorted(prefix_roots)] if callers_matter else []
+            matched = [loaded for loaded in candidates if self._wanted(loaded, words, pattern, callers)]
             self._fulfil([(loaded, True) for loaded in matched])
             added = [loaded for loaded in matched if loaded.summary is not None]
             if not added:
-                return
+                break
             index_files.extend(added)
+            index.add(loaded.summary for loaded in added if loaded.summary)
+        return index
+
+    def _wanted(
+        self, loaded: LoadedFile, words: set[str], pattern: re.Pattern[bytes] | None, callers: list[bytes]
+    ) -> bool:
+        """Whether a file not parsed yet may define one of `words` (or what `pattern` matches), or call
+        one of `callers` after a pause, abort, drain or sleep."""
+        from cachelint.rules.cl007_prefix_reset_may_noop import QUIESCE_WORDS
+
+        if loaded.summary or loaded.error or loaded.record is None:
+            return False
+        raw = loaded.raw
+        if not self._defined(loaded).isdisjoint(words) or (pattern is not None and pattern.search(raw)):
+            return True
+        return any(name in raw for name in callers) and any(word in raw for word in QUIESCE_WORDS)
 
     def _defined(self, loaded: LoadedFile) -> frozenset[str]:
         """The words after `def ` in the file's bytes: `def name\\b` matches exactly for these."""
@@ -420,25 +435,30 @@ class Analyzer:
             self._defined_sets[loaded.display] = frozenset(record.defined)
         return self._defined_sets[loaded.display]
 
-    def _unresolved_refit_calls(self, index: ProjectIndex, project_modules: set[str]) -> set[str]:
-        """Names called on refit paths that nothing indexed defines but a project file might."""
+    def _refit_paths(self, index: ProjectIndex, project_modules: set[str]) -> tuple[set[str], set[str]]:
+        """Names called on refit paths that nothing indexed defines but a project file might, and the
+        names of the refit roots whose paths hold a prefix reset that may do nothing (CL007)."""
         from cachelint.project import GENERIC_NAMES
+        from cachelint.rules.cl007_prefix_reset_may_noop import may_noop
 
         roots = self.settings.all_refit_functions
-        wanted: set[str] = set()
+        unresolved: set[str] = set()
+        prefix_roots: set[str] = set()
         for ref in index.functions():
             if ref.function.name not in roots:
                 continue
             for reached in index.reachable(ref):
                 file = reached.ref.file
+                if any(may_noop(event, index) for event in reached.ref.function.resets):
+                    prefix_roots.add(ref.function.name)
                 for call in reached.ref.function.calls:
                     if (
                         not call.receiver_class
                         and _may_be_defined_in_project(file, call, project_modules)
                         and not index.resolve(file, reached.ref.function, call)
                     ):
-                        wanted.add(call.name)
-        return wanted - GENERIC_NAMES
+                        unresolved.add(call.name)
+        return unresolved - GENERIC_NAMES, prefix_roots
 
 
 def _may_be_defined_in_project(file: FileSummary, call: CallSite, project_modules: set[str]) -> bool:
@@ -507,10 +527,11 @@ def analyze(
     project_paths = analyzer.project_files(targets, walked=targets if whole and root.is_dir() else None)
     target_files = [analyzer.read(path, target=True) for path in targets]
     project = [analyzer.read(path) for path in project_paths]
-    run_key = analyzer.run_key(target_files, project, supported)
+    named = {os.path.abspath(path) for path in paths if not path.is_dir()}
+    run_key = analyzer.run_key(target_files, project, supported, named)
     findings = analyzer.stored_findings(run_key, progress)
     if findings is None:
-        findings = _find(analyzer, target_files, project, supported, progress)
+        findings = _find(analyzer, target_files, project, supported, named, progress)
         analyzer.store_findings(run_key, findings)
     if cache is not None:
         cache.flush()
@@ -531,22 +552,18 @@ def _find(
     target_files: list[LoadedFile],
     project: list[LoadedFile],
     supported: SupportedRange,
+    named: AbstractSet[str],
     progress: Callable[[int, int], None] | None,
 ) -> list[Finding]:
     from cachelint.facts import load_facts
-    from cachelint.project import ProjectIndex
     from cachelint.rules import Context
 
     settings = analyzer.settings
     with analyzer.workers, collector_paused():
         analyzer.examine(progress)
         index_files = [loaded for loaded in {id(f): f for f in [*target_files, *project]}.values() if loaded.summary]
-        analyzer.load_on_demand(index_files, [f.path for f in project])
-        analyzer.check_syntax()
-    index = ProjectIndex(
-        [loaded.summary for loaded in index_files if loaded.summary],
-        settings.worker_extension_classes,
-    )
+        index = analyzer.load_on_demand(index_files, [f.path for f in project])
+        analyzer.check_syntax(named)
     context = Context(index, supported, settings, load_facts())
     findings: list[Finding] = []
     clean: list[LoadedFile] = []

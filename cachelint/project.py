@@ -147,7 +147,20 @@ class ProjectIndex:
         self._subclasses: dict[str, list[tuple[FileSummary, ClassSummary]]] | None = None
         self._resolved: dict[tuple[int, int, int], tuple[FileSummary, FunctionSummary, CallSite, list[FunctionRef]]]
         self._resolved = {}
-        for summary in self.files.values():
+        self._index(self.files.values())
+
+    def add(self, files: Iterable[FileSummary]) -> None:
+        """Index more files; what was resolved or memoized before is worked out again."""
+        added = [summary for summary in files if summary.path not in self.files]
+        self.files.update((summary.path, summary) for summary in added)
+        self._memo.clear()
+        self._bases.clear()
+        self._subclasses = None
+        self._resolved.clear()
+        self._index(added)
+
+    def _index(self, files: Iterable[FileSummary]) -> None:
+        for summary in files:
             self.modules[summary.module] = summary
             self.worker_extensions.update(summary.worker_extension_refs)
             for cls in summary.classes:

@@ -182,17 +182,34 @@ def test_undecodable_bytes_and_nul_byte_are_invalid_syntax_and_the_run_goes_on(t
 
 def test_syntax_error_report_names_the_position(tmp_path: Path) -> None:
     project(tmp_path, {"pkg/broken.py": "def f(:\n    pass\n"})
-    result = check("pkg", cwd=tmp_path)
+    result = check("pkg/broken.py", cwd=tmp_path)
     assert_no_traceback(result)
     assert result.code == 1
     assert "pkg/broken.py:1:" in result.stdout
     assert "SyntaxError" in result.stdout
 
 
+def test_walked_files_are_parsed_only_when_they_can_matter(tmp_path: Path) -> None:
+    """Walking a folder, a file with no trigger word cannot have a finding and is not parsed, so its
+    syntax error goes unreported; one that holds a trigger word, or is named, gets the diagnostic."""
+    project(
+        tmp_path,
+        {
+            "pkg/unrelated.py": "def f(:\n    pass\n",
+            "pkg/refit.py": "async def update_weights(engine):\n    await engine.reset_prefix_cache(\n",
+        },
+    )
+    result, findings = json_check("pkg", cwd=tmp_path)
+    assert result.code == 1
+    assert codes_by_file(findings) == {"pkg/refit.py": ["invalid-syntax"]}
+    result, findings = json_check("pkg", "pkg/unrelated.py", cwd=tmp_path)
+    assert codes_by_file(findings) == {"pkg/refit.py": ["invalid-syntax"], "pkg/unrelated.py": ["invalid-syntax"]}
+
+
 def test_error_in_a_huge_line_shows_a_window_of_it(tmp_path: Path) -> None:
     """Minified or generated code: one line of a megabyte is not printed whole."""
     project(tmp_path, {"pkg/minified.py": "x = [" + ", ".join(["1"] * 300_000) + ", ]]\n"})
-    result = check("--no-color", "pkg", cwd=tmp_path)
+    result = check("--no-color", "pkg/minified.py", cwd=tmp_path)
     assert_no_traceback(result)
     assert result.code == 1
     assert len(result.stdout) < 2000
@@ -269,7 +286,8 @@ def test_deep_nesting_is_a_per_file_diagnostic_or_analysed(tmp_path: Path) -> No
             "pkg/server.py": BUGGY,
         },
     )
-    result, findings = json_check("pkg", cwd=tmp_path)
+    named = ("pkg/brackets.py", "pkg/parens.py", "pkg/long_chain.py")  # no trigger word: parsed when named
+    result, findings = json_check("pkg", *named, cwd=tmp_path)
     assert result.code == 1
     by_file = codes_by_file(findings)
     assert by_file == {

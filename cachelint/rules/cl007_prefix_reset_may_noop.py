@@ -10,7 +10,7 @@ from packaging.version import Version
 
 from cachelint.facts import EngineClass
 from cachelint.finding import Applicability, Edit, Finding, Fix, Span
-from cachelint.project import FunctionRef, Reached
+from cachelint.project import FunctionRef, ProjectIndex, Reached
 from cachelint.rules.base import Context, Rule, RuleInfo
 from cachelint.rules.events import gates_allow
 from cachelint.summary import CallSite, FileSummary, ResetEvent
@@ -21,6 +21,9 @@ FORCE = "reset_running_requests"
 # engine was idle while asleep).
 QUIESCE_PREFIXES = ("pause", "drain", "sleep", "wake_up", "wait_for_requests_to_drain", "wait_for_engine_idle")
 SINGLE_ABORTS = frozenset({"abort", "abort_request", "abort_requests"})
+# Bytes a file holds when it calls something named like a quiesce: one that may pause before it calls a
+# refit root, which the engine then parses even when it holds no trigger word.
+QUIESCE_WORDS = tuple(prefix.encode() for prefix in (*QUIESCE_PREFIXES, "abort"))
 NOT_ENGINES = frozenset({"asyncio", "time", "trio", "anyio", "gevent", "eventlet"})
 KEEP_MODE = ('"keep"', "'keep'")
 MAX_WRAPPER_DEPTH = 3
@@ -67,7 +70,7 @@ def _find(context: Context) -> Iterator[NoopRisk]:
             if reached.ref.file.engine == "other":
                 continue
             for event in reached.ref.function.resets:
-                if not _may_noop(event, context) or _quiesced_before(reached, event, context):
+                if not may_noop(event, context.project) or _quiesced_before(reached, event, context):
                     continue
                 key = (reached.ref.file.path, event.span.line, event.span.col)
                 known = shortest.get(key)
@@ -76,7 +79,7 @@ def _find(context: Context) -> Iterator[NoopRisk]:
     yield from sorted(shortest.values(), key=lambda risk: (risk.reached.ref.file.path, risk.event.span))
 
 
-def _may_noop(event: ResetEvent, context: Context) -> bool:
+def may_noop(event: ResetEvent, project: ProjectIndex) -> bool:
     """An awaited AsyncLLM prefix reset, not forced, whose result nobody reads (an unawaited one never runs
     at all: CL005)."""
     if event.method != "reset_prefix_cache" or event.via not in ("direct", "alias") or not event.result_ignored:
@@ -89,7 +92,7 @@ def _may_noop(event: ResetEvent, context: Context) -> bool:
         return event.receiver_class == EngineClass.ASYNC_LLM.value
     # An unknown awaited receiver is taken for an AsyncLLM, unless the project has a method of that name
     # (a wrapper, judged where its own reset is).
-    return not any(ref.function.cls for ref in context.project.functions_by_name.get(event.method, []))
+    return not any(ref.function.cls for ref in project.functions_by_name.get(event.method, []))
 
 
 def _named_like_quiesce(file: FileSummary, call: CallSite) -> bool:
