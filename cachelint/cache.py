@@ -79,10 +79,12 @@ class FileRecord:
 
 
 def plain(value: Any) -> Any:
-    """Dataclasses as dicts of their fields (`dataclasses.asdict` copies deeply and is much slower),
-    spans as their four numbers."""
+    """Dataclasses as dicts of their fields (`dataclasses.asdict` copies deeply and is much slower), or
+    as the row their `as_row` gives; spans as their four numbers."""
     if isinstance(value, Span):
         return value.to_json()
+    if hasattr(value, "as_row"):
+        return value.as_row()
     if hasattr(value, "__dataclass_fields__"):
         return {name: getattr(value, name) for name in value.__dataclass_fields__}
     raise TypeError(f"cannot store {type(value).__name__} in the cache")

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import pathspec
 
 from cachelint import parallel
-from cachelint.cache import Cache, FileRecord, plain
+from cachelint.cache import Cache, FileRecord
 from cachelint.config import Settings
 from cachelint.discovery import Excludes, discover, walk_python_files
 from cachelint.finding import INTERNAL_ERROR, INVALID_SYNTAX, IO_ERROR, Finding, Span
@@ -149,7 +149,7 @@ def examine_file(
         return ("too deeply nested to analyse", 1, 1), None, None, None
     except Exception as error:  # one odd file must not stop the run
         return "ok", None, None, f"{type(error).__name__}: {error}"
-    return "ok", summary, json.dumps(summary, default=plain) if encode else None, None
+    return "ok", summary, summary.encode() if encode else None, None
 
 
 class Analyzer:
@@ -236,8 +236,11 @@ class Analyzer:
                 self._finished.add(loaded.display)
         self._fulfil(wanted)
 
-    def decode_targets(self) -> None:
+    def decode_targets(self, only: AbstractSet[str] | None = None) -> None:
+        """Decode the targets (`only`: those of these display paths)."""
         for loaded in self.loaded.values():
+            if only is not None and loaded.display not in only:
+                continue
             if loaded.target and loaded.error is None and loaded.source is None:
                 try:
                     loaded.source = decode_source(loaded.raw)
@@ -262,8 +265,8 @@ class Analyzer:
         return self.cache.run_key(json.dumps(inputs))
 
     def stored_findings(self, run_key: str | None, progress: Callable[[int, int], None] | None) -> list[Finding] | None:
-        """The findings a run with the same inputs stored, if any (the targets get decoded for the
-        report)."""
+        """The findings a run with the same inputs stored, if any (the targets they are in get decoded
+        for the report)."""
         if self.cache is None or run_key is None:
             return None
         stored = self.cache.get_run(run_key, [loaded.cache_key for loaded in self.loaded.values()])
@@ -274,7 +277,7 @@ class Analyzer:
         except (KeyError, TypeError, ValueError, AttributeError):
             self.cache.note_corrupt_entry()
             return None
-        self.decode_targets()
+        self.decode_targets(only={finding.path for finding in findings})
         if progress is not None:
             progress(len(self.loaded), len(self.loaded))
         return findings
@@ -389,18 +392,24 @@ class Analyzer:
             [loaded.summary for loaded in index_files if loaded.summary], self.settings.worker_extension_classes
         )
         callers_matter = self.settings.is_enabled("CL007")
+        # A file matching a name asked for in an earlier round was loaded then: ask for new names only.
+        asked_definitions: set[str] = set()
+        asked_callers: set[str] = set()
         for _ in range(4):
             unresolved, prefix_roots = self._refit_paths(index, project_modules)
-            wanted = unresolved | {
+            overridden = {
                 workaround.function.rsplit(".", 1)[-1]
                 for summary in index.files.values()
                 for workaround in summary.workarounds
                 if workaround.cls
             }
+            wanted = (unresolved | overridden) - asked_definitions
             words = {name for name in wanted if name.isascii() and name.isidentifier()}
             others = [re.escape(name.encode()) for name in sorted(wanted - words)]
             pattern = re.compile(rb"def (?:" + b"|".join(others) + rb")\b") if others else None
-            callers = [name.encode() for name in sorted(prefix_roots)] if callers_matter else []
+            callers = [name.encode() for name in sorted(prefix_roots - asked_callers)] if callers_matter else []
+            asked_definitions.update(wanted)
+            asked_callers.update(prefix_roots)
             matched = [loaded for loaded in candidates if self._wanted(loaded, words, pattern, callers)]
             self._fulfil([(loaded, True) for loaded in matched])
             added = [loaded for loaded in matched if loaded.summary is not None]

@@ -49,13 +49,9 @@ def can_start_pool() -> bool:
 def worker_count(work: int, requested: int | None = None) -> int:
     """How many processes to use for `work` (see MIN_PARALLEL_WORK): `requested` when given, else
     every core once the work is large enough; 1 means do it here."""
-    if not can_start_pool():
+    if (requested is None and work < MIN_PARALLEL_WORK) or requested == 1 or not can_start_pool():
         return 1
-    if requested is not None:
-        return max(1, requested)
-    if work < MIN_PARALLEL_WORK:
-        return 1
-    return available_cores()
+    return max(1, requested) if requested is not None else available_cores()
 
 
 class Workers:

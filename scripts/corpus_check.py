@@ -149,9 +149,7 @@ def parsed(report: RootReport, root: Path) -> set[str]:
     words = trigger_words(load_settings(root).all_refit_functions)
     walked = discovered(root)
     return {
-        path
-        for path in report.files
-        if path not in walked or any(word in (root / path).read_bytes() for word in words)
+        path for path in report.files if path not in walked or any(word in (root / path).read_bytes() for word in words)
     }
 
 
