@@ -7,7 +7,8 @@ Corpora (in a temporary folder, each with a pyproject.toml at its root, as a rep
 For each corpus, repetitions interleaved so that a change in machine load hits every tool alike:
   cachelint cold (`--no-cache`), warm (cache filled, nothing changed), and one changed file as
   pre-commit runs it (`check --force-exclude FILE` from the corpus root, the rest of the cache warm,
-  FILE given a new function each time); Fixit with one trivial rule; `ruff check --no-cache --select
+  FILE given a new function each time), once for a file the rules analyse and once for a file that
+  holds no trigger word; Fixit with one trivial rule; `ruff check --no-cache --select
   ALL` and `--select E9,F63,F7,F82`; libcst parsing every file (the floor of any libcst linter).
 Wall time is measured around each command, peak RSS is the largest resident size of the command or
 any of its subprocesses (`getrusage(RUSAGE_CHILDREN)` in a fresh wrapper process).
@@ -38,13 +39,16 @@ from pathlib import Path
 
 RL_WHEELS = ("verl==0.9.1", "trl==1.16.0", "openrlhf==0.11.2")
 PEERS = ("fixit==2.2.1", "ruff==0.17.6")
-# The file pre-commit hands over in the one-changed-file runs: one the rules must analyse.
+# The file pre-commit hands over in the one-changed-file runs: one the rules must analyse, and one
+# that holds no trigger word (most commits touch only such files).
 CHANGED_FILE = {"rl": "**/verl/workers/rollout/vllm_rollout/vllm_async_server.py", "stdlib": "asyncio/base_events.py"}
-TOOLS = ("libcst", "ruff-e9", "ruff-all", "cold", "warm", "changed", "fixit")
+PLAIN_FILE = {"rl": "**/verl/utils/torch_functional.py", "stdlib": "json/encoder.py"}
+TOOLS = ("libcst", "ruff-e9", "ruff-all", "cold", "warm", "changed", "plain", "fixit")
 LABELS = {
     "cold": "cachelint cold (--no-cache)",
     "warm": "cachelint warm (nothing changed)",
     "changed": "cachelint, one changed file (pre-commit)",
+    "plain": "  the same, a file no rule can flag",
     "fixit": "Fixit, one trivial rule",
     "ruff-all": "ruff --no-cache --select ALL",
     "ruff-e9": "ruff --no-cache --select E9,F63,F7,F82",
@@ -87,6 +91,7 @@ class Corpus:
     files: int
     lines: int
     changed: Path
+    plain: Path
 
 
 @dataclass
@@ -189,10 +194,13 @@ def mark_project(root: Path, name: str) -> None:
 def describe(name: str, root: Path) -> Corpus:
     files = [path for path in root.rglob("*.py*") if path.suffix in (".py", ".pyi")]
     lines = sum(path.read_bytes().count(b"\n") for path in files)
-    changed = sorted(root.glob(CHANGED_FILE[name]))
-    if not changed:
-        raise SystemExit(f"{name}: no file matches {CHANGED_FILE[name]}")
-    return Corpus(name, root, len(files), lines, changed[0])
+    found = []
+    for pattern in (CHANGED_FILE[name], PLAIN_FILE[name]):
+        matches = sorted(root.glob(pattern))
+        if not matches:
+            raise SystemExit(f"{name}: no file matches {pattern}")
+        found.append(matches[0])
+    return Corpus(name, root, len(files), lines, *found)
 
 
 def measure(command: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, int, int]:
@@ -209,7 +217,8 @@ def run_corpus(
     ruff = [str(venv_bin(venv, "ruff")), "check", "--no-cache"]
     fixit_env = {**environment, "PYTHONPATH": str(rules)}
     changed = corpus.changed.relative_to(corpus.root).as_posix()
-    original = corpus.changed.read_bytes()
+    plain = corpus.plain.relative_to(corpus.root).as_posix()
+    originals = {path: path.read_bytes() for path in (corpus.changed, corpus.plain)}
     commands: dict[str, tuple[list[str], dict[str, str]]] = {
         "libcst": ([sys.executable, "-c", LIBCST_FLOOR, "."], environment),
         "ruff-e9": ([*ruff, "--select", "E9,F63,F7,F82", "."], environment),
@@ -217,16 +226,25 @@ def run_corpus(
         "cold": ([*cachelint, "--no-cache", "."], environment),
         "warm": ([*cachelint, "."], environment),
         "changed": ([*cachelint, "--force-exclude", changed], environment),
+        "plain": ([*cachelint, "--force-exclude", plain], environment),
         "fixit": ([str(venv_bin(venv, "fixit")), "--rules", "bench_trivial_rule", "lint", "."], fixit_env),
     }
 
     def fill_cache(rep: int) -> None:
         untimed([*cachelint, "."], corpus.root, environment)
 
-    def change_file(rep: int) -> None:
-        corpus.changed.write_bytes(original + f"\n\ndef _bench_edit_{rep}():\n    return {rep}\n".encode())
+    def edit(path: Path) -> Callable[[int], None]:
+        def change(rep: int) -> None:  # a name never used before: no run of the cache saw these bytes
+            name = f"_bench_edit_{os.getpid()}_{time.time_ns()}"
+            path.write_bytes(originals[path] + f"\n\ndef {name}():\n    return {rep}\n".encode())
 
-    prepare: dict[str, Callable[[int], None]] = {"warm": fill_cache, "changed": change_file}
+        return change
+
+    prepare: dict[str, Callable[[int], None]] = {
+        "warm": fill_cache,
+        "changed": edit(corpus.changed),
+        "plain": edit(corpus.plain),
+    }
     untimed([*cachelint, "--no-cache", "."], corpus.root, environment)  # page cache and bytecode
     runs = {tool: Runs() for tool in TOOLS if tool not in options.skip}
     fixit_repeat = options.fixit_repeat if options.fixit_repeat is not None else options.repeat
@@ -244,7 +262,8 @@ def run_corpus(
                 runs[tool].peaks.append(peak)
                 runs[tool].codes.add(code)
     finally:
-        corpus.changed.write_bytes(original)
+        for path, original in originals.items():
+            path.write_bytes(original)
     return runs
 
 
@@ -312,7 +331,8 @@ def targets(corpora: list[Corpus], results: dict[str, dict[str, Runs]]) -> list[
             lines.append(f"rl warm under 0.5 s: {warm:.2f} s, {verdict(warm < 0.5)}")
         if corpus.name == "rl" and changed is not None:
             lines.append(f"rl one changed file under 0.4 s: {changed:.2f} s, {verdict(changed < 0.4)}")
-        peaks = [max(runs[tool].peaks) for tool in ("cold", "warm", "changed") if tool in runs and runs[tool].peaks]
+        ours = ("cold", "warm", "changed", "plain")
+        peaks = [max(runs[tool].peaks) for tool in ours if tool in runs and runs[tool].peaks]
         if peaks:
             peak = max(peaks) / 2**20
             lines.append(f"{corpus.name} cachelint peak RSS under 300 MB: {peak:.0f} MB, {verdict(peak < 300)}")

@@ -9,10 +9,12 @@ from collections.abc import Iterable, Iterator
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from pathlib import Path
-
-import pathspec
+from typing import TYPE_CHECKING
 
 from cachelint.source import read_file
+
+if TYPE_CHECKING:  # imported when a pattern is more than a name, or a .gitignore is found
+    import pathspec
 
 DEFAULT_EXCLUDES = (
     ".bzr",
@@ -53,15 +55,21 @@ class MissingPathError(Exception):
 @dataclass(frozen=True)
 class Excludes:
     root: Path
-    patterns: pathspec.GitIgnoreSpec
+    lines: tuple[str, ...]  # gitignore syntax
 
     @classmethod
     def build(cls, root: Path, patterns: Iterable[str]) -> Excludes:
-        return cls(root, pathspec.GitIgnoreSpec.from_lines([*DEFAULT_EXCLUDES, *patterns]))
+        return cls(root, (*DEFAULT_EXCLUDES, *patterns))
 
     @functools.cached_property
     def resolved_root(self) -> Path:
         return self.root.resolve()
+
+    @functools.cached_property
+    def spec(self) -> pathspec.GitIgnoreSpec:
+        import pathspec
+
+        return pathspec.GitIgnoreSpec.from_lines(self.lines)
 
     def matches(self, path: Path) -> bool:
         return self.matches_resolved(path.resolve(), path.is_dir())
@@ -78,20 +86,19 @@ class Excludes:
         """`matches` for a path given relative to the root, with "/" separators."""
         if self.plain_names is not None:
             return not self.plain_names.isdisjoint(relative.split("/"))
-        return self.patterns.match_file(relative + "/" if is_dir else relative)
+        return self.spec.match_file(relative + "/" if is_dir else relative)
 
     @functools.cached_property
     def plain_names(self) -> frozenset[str] | None:
         """When every pattern is a plain name (as the defaults are), those names: a path matches when
         one of its parts is one of them. None when any pattern is more than a name."""
         names = set()
-        for pattern in self.patterns.patterns:
-            text = getattr(pattern, "pattern", None)
-            if pattern.include is None:  # a blank line or a comment
+        for line in self.lines:
+            if not line or line.startswith("#"):
                 continue
-            if not pattern.include or not isinstance(text, str) or not _PLAIN_NAME.fullmatch(text):
+            if not _PLAIN_NAME.fullmatch(line):
                 return None
-            names.add(text)
+            names.add(line)
         return frozenset(names)
 
 
@@ -101,6 +108,8 @@ def _gitignore(folder: Path) -> pathspec.GitIgnoreSpec | None:
         lines = read_file(ignore_file).decode("utf-8", errors="replace").splitlines()
     except OSError:
         return None
+    import pathspec
+
     return pathspec.GitIgnoreSpec.from_lines(lines)
 
 
@@ -136,7 +145,7 @@ def walk_python_files(folder: Path, excludes: Excludes) -> Iterator[Path]:
     # git-ignored (as ruff and ripgrep do: `check build/`, a git-ignored pyenv or venv): then only
     # what matches below it is skipped.
     if excludes.matches_resolved(root, True):
-        excludes = Excludes(root, excludes.patterns)
+        excludes = Excludes(root, excludes.lines)
     specs = [item for item in _parent_gitignores(root) if not _ignored_by_git(root, [item], True)]
     root_text = os.fspath(root)
     excludes_root = os.fspath(excludes.resolved_root)
@@ -156,7 +165,7 @@ def walk_python_files(folder: Path, excludes: Excludes) -> Iterator[Path]:
                 yield folder / f"{below}{name}"
 
 
-_Level = tuple[str | None, Excludes, list[tuple[str, pathspec.GitIgnoreSpec]]]
+_Level = tuple[str | None, Excludes, list[tuple[str, "pathspec.GitIgnoreSpec"]]]
 
 
 def _skipped(name: str, is_dir: bool, level: _Level) -> bool:

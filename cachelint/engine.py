@@ -214,6 +214,9 @@ class Analyzer:
             loaded.cache_key = self.cache.key(loaded.raw, loaded.module)
         return loaded
 
+    def holds_trigger(self, loaded: LoadedFile) -> bool:
+        return loaded.error is None and any(word in loaded.raw for word in self.trigger_words)
+
     def examine(self, progress: Callable[[int, int], None] | None = None) -> None:
         """Decode the targets; summarize the files holding a trigger word. `progress(done, total)` is
         told as files are done with, through `load_on_demand` and `check_syntax`."""
@@ -228,7 +231,7 @@ class Analyzer:
                 continue
             loaded.record = known.get(loaded.cache_key)
             if loaded.record is None:
-                loaded.record = FileRecord(any(word in loaded.raw for word in self.trigger_words))
+                loaded.record = FileRecord(self.holds_trigger(loaded))
                 self._remember(loaded)
             if loaded.record.trigger:
                 wanted.append((loaded, True))
@@ -533,9 +536,11 @@ def analyze(
     analyzer = Analyzer(settings, root, overlay=overlay, cache=cache, workers=workers)
     supported = resolve_range(settings, root)
     whole = len(paths) == 1 and not force_exclude and os.path.abspath(paths[0]) == os.path.abspath(root)
-    project_paths = analyzer.project_files(targets, walked=targets if whole and root.is_dir() else None)
     target_files = [analyzer.read(path, target=True) for path in targets]
-    project = [analyzer.read(path) for path in project_paths]
+    project: list[LoadedFile] = []
+    if any(analyzer.holds_trigger(loaded) for loaded in target_files):  # else no rule can flag a target
+        project_paths = analyzer.project_files(targets, walked=targets if whole and root.is_dir() else None)
+        project = [analyzer.read(path) for path in project_paths]
     named = {os.path.abspath(path) for path in paths if not path.is_dir()}
     run_key = analyzer.run_key(target_files, project, supported, named)
     findings = analyzer.stored_findings(run_key, progress)

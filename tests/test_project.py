@@ -7,13 +7,23 @@ import json
 import os
 from pathlib import Path
 
+import pytest
 from fixture_cases import FIXTURES
 
 from cachelint.config import Settings
-from cachelint.engine import analyze
+from cachelint.engine import Analyzer, analyze
 from cachelint.summary import FileSummary, summarize
 
 SERVER = FIXTURES / "CL003" / "verl_080_server_handle_clear_kv_cache"
+SERVER_WITH_BUG = """\
+import vllm
+
+
+class Server:
+    async def update_weights(self, engine, meta):
+        await engine.collective_rpc("update_weights_from_ipc", kwargs=meta)
+        await engine.collective_rpc("reset_encoder_cache")
+"""
 
 
 def test_summary_round_trips_through_json() -> None:
@@ -37,6 +47,27 @@ def test_checking_one_file_still_indexes_the_project(monkeypatch: object) -> Non
     assert only_server.files_checked == 1
     assert "update_weights (vllm_rollout.py" in only_server.findings[0].message
     assert only_trainer.findings == []
+
+
+def test_a_target_without_trigger_words_is_checked_without_the_project(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No rule can flag a file that holds no trigger word, so a run on such files alone (a pre-commit
+    run on a commit that touches none of the refit code) reads nothing else; an unused suppression in
+    it is still reported."""
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "p"\ndependencies = ["vllm>=0.18"]\n', encoding="utf-8")
+    (tmp_path / "server.py").write_text(SERVER_WITH_BUG, encoding="utf-8")
+    (tmp_path / "util.py").write_text("def f():  # cachelint: ignore[CL001]\n    return 1\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    with_project = analyze([Path("server.py")], Settings())
+    assert [finding.code for finding in with_project.findings] == ["CL001"]
+
+    def project_files(*args: object, **kwargs: object) -> list[Path]:
+        raise AssertionError("the project was read")
+
+    monkeypatch.setattr(Analyzer, "project_files", project_files)
+    alone = analyze([Path("util.py")], Settings())
+    assert [finding.code for finding in alone.findings] == ["CL100"]
 
 
 def test_summary_records_receivers_gates_and_calls() -> None:
