@@ -23,13 +23,21 @@ from cachelint.cache import Cache, FileRecord
 from cachelint.config import Settings
 from cachelint.discovery import Excludes, discover, walk_python_files
 from cachelint.finding import INTERNAL_ERROR, INVALID_SYNTAX, IO_ERROR, Finding, Span
-from cachelint.source import SourceError, SourceFile, check_syntax, decode_source, parse_python, read_file
-from cachelint.summary import CallSite, FileSummary, module_name_for, summarize
+from cachelint.source import (
+    SourceError,
+    SourceFile,
+    check_syntax,
+    decode_source,
+    module_name_for,
+    parse_python,
+    read_file,
+)
 from cachelint.vllm_range import SupportedRange, find_project_root, from_specifier, read_supported_range
 
 if TYPE_CHECKING:  # the rest is imported when the findings are not in the cache
     from cachelint.project import ProjectIndex
     from cachelint.rules import Context, Rule
+    from cachelint.summary import CallSite, FileSummary
 
 # Bytes that any file the rules can use must contain, or else `def ` and the name of a weight-update
 # function (`trigger_words`). A file that only calls such a function, or a helper, is reached through
@@ -93,6 +101,15 @@ class LoadedFile:
     record: FileRecord | None = None  # what is known about `raw`, from the cache or this run
     cache_key: str = ""
 
+    def decoded(self) -> SourceFile | None:
+        """The text of `raw`, decoded on first use; None when it does not decode."""
+        if self.source is None:
+            try:
+                self.source = decode_source(self.raw)
+            except SourceError:
+                return None
+        return self.source
+
 
 @dataclass
 class Analysis:
@@ -143,6 +160,8 @@ def examine_file(
         tree = parse_python(text)
     except SourceError as error:
         return (error.message, error.line, error.col), None, None, None
+    from cachelint.summary import summarize
+
     try:
         summary = summarize("", text, tree, helpers, module)
     except RecursionError:
@@ -218,12 +237,11 @@ class Analyzer:
         return loaded.error is None and any(word in loaded.raw for word in self.trigger_words)
 
     def examine(self, progress: Callable[[int, int], None] | None = None) -> None:
-        """Decode the targets; summarize the files holding a trigger word. `progress(done, total)` is
+        """Summarize the files holding a trigger word. `progress(done, total)` is
         told as files are done with, through `load_on_demand` and `check_syntax`."""
         files = list(self.loaded.values())
         self._progress = progress
         known = self.cache.get_many(f.cache_key for f in files if f.cache_key) if self.cache is not None else {}
-        self.decode_targets()
         wanted: list[tuple[LoadedFile, bool]] = []
         for loaded in files:
             if loaded.error is not None:
@@ -238,17 +256,6 @@ class Analyzer:
             elif not loaded.target:
                 self._finished.add(loaded.display)
         self._fulfil(wanted)
-
-    def decode_targets(self, only: AbstractSet[str] | None = None) -> None:
-        """Decode the targets (`only`: those of these display paths)."""
-        for loaded in self.loaded.values():
-            if only is not None and loaded.display not in only:
-                continue
-            if loaded.target and loaded.error is None and loaded.source is None:
-                try:
-                    loaded.source = decode_source(loaded.raw)
-                except SourceError as error:
-                    loaded.error = syntax_error_finding(loaded.display, error)
 
     def run_key(
         self, targets: list[LoadedFile], project: list[LoadedFile], supported: SupportedRange, named: AbstractSet[str]
@@ -268,8 +275,7 @@ class Analyzer:
         return self.cache.run_key(json.dumps(inputs))
 
     def stored_findings(self, run_key: str | None, progress: Callable[[int, int], None] | None) -> list[Finding] | None:
-        """The findings a run with the same inputs stored, if any (the targets they are in get decoded
-        for the report)."""
+        """The findings a run with the same inputs stored, if any."""
         if self.cache is None or run_key is None:
             return None
         stored = self.cache.get_run(run_key, [loaded.cache_key for loaded in self.loaded.values()])
@@ -280,7 +286,6 @@ class Analyzer:
         except (KeyError, TypeError, ValueError, AttributeError):
             self.cache.note_corrupt_entry()
             return None
-        self.decode_targets(only={finding.path for finding in findings})
         if progress is not None:
             progress(len(self.loaded), len(self.loaded))
         return findings
@@ -353,6 +358,8 @@ class Analyzer:
             self._progress(len(self._finished), len(self.loaded))
 
     def _take_summary(self, loaded: LoadedFile, text: str) -> bool:
+        from cachelint.summary import FileSummary
+
         try:
             summary = FileSummary.from_json(json.loads(text))
         except (KeyError, TypeError, ValueError, AttributeError):
@@ -549,7 +556,12 @@ def analyze(
         analyzer.store_findings(run_key, findings)
     if cache is not None:
         cache.flush()
-    sources = {loaded.display: loaded.source for loaded in target_files if loaded.source is not None}
+    with_findings = {finding.path for finding in findings}
+    sources = {
+        loaded.display: source
+        for loaded in target_files
+        if (loaded.display in with_findings or loaded.source is not None) and (source := loaded.decoded())
+    }
     return Analysis(
         findings=sorted(set(findings), key=Finding.sort_key),
         sources=sources,
@@ -605,11 +617,12 @@ def apply_suppressions(
     report_unused = settings.is_enabled(UNUSED_SUPPRESSION_CODE)
     suppressions = {}
     for loaded in clean:
-        if loaded.source is None:
-            continue
         words = DIRECTIVE_WORDS if loaded.display in with_findings else UNUSED_DIRECTIVE_WORDS
-        if (report_unused or words is DIRECTIVE_WORDS) and _holds(words, loaded.source.text):
-            suppressions[loaded.display] = parse_suppressions(loaded.source.text)
+        if not (report_unused or words is DIRECTIVE_WORDS) or not _may_hold_directive(loaded.raw):
+            continue
+        source = loaded.decoded()
+        if source is not None and _holds(words, source.text):
+            suppressions[loaded.display] = parse_suppressions(source.text)
     kept, used = apply(findings, suppressions)
     kept = [finding for finding in kept if not _ignored_for_file(finding, settings, root)]
     if settings.is_enabled(UNUSED_SUPPRESSION_CODE):
@@ -618,13 +631,17 @@ def apply_suppressions(
     return kept
 
 
+def _may_hold_directive(raw: bytes) -> bool:
+    """Whether the bytes may hold a directive: a quick test, as a directive's words are ASCII and Python
+    source encodings are ASCII-compatible (not "cachelint": IGNORECASE lets i match two more)."""
+    lowered = raw.lower()
+    return b"noqa" in lowered or b"cachel" in lowered
+
+
 def _holds(words: str, text: str) -> bool:
     """Whether `words` (a lower-case pattern) matches in `text` ignoring case; quick for most files."""
-    lowered = text.lower()
-    if "noqa" not in lowered and "cachel" not in lowered:  # not "cachelint": IGNORECASE lets i match two more
-        return False
     if text.isascii():
-        return re.search(words, lowered) is not None
+        return re.search(words, text.lower()) is not None
     return re.search(words, text, re.IGNORECASE) is not None
 
 

@@ -147,3 +147,11 @@ def parse_python(text: str) -> ast.Module:
         raise SourceError("too deeply nested to parse") from error
     except ValueError as error:
         raise SourceError(str(error)) from error
+
+
+def module_name_for(path: str) -> str:
+    """The dotted module name of a file at `path` (relative to the project root)."""
+    parts = path.replace("\\", "/").removesuffix(".pyi").removesuffix(".py").split("/")
+    if parts and parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(part for part in parts if part and part != ".")

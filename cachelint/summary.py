@@ -22,6 +22,7 @@ from typing import Any
 from cachelint.edits import source_lines
 from cachelint.facts import EngineClass, load_facts
 from cachelint.finding import Span
+from cachelint.source import module_name_for
 from cachelint.version_tests import VersionTest, VersionTestReader, dotted_name, string_value
 
 RESET_METHODS = frozenset({"reset_prefix_cache", "reset_mm_cache", "reset_encoder_cache"})
@@ -394,13 +395,6 @@ def _annotation_class(node: ast.expr) -> EngineClass | None:
         if name in ANNOTATIONS:
             return ANNOTATIONS[name]
     return None
-
-
-def module_name_for(path: str) -> str:
-    parts = path.replace("\\", "/").removesuffix(".pyi").removesuffix(".py").split("/")
-    if parts and parts[-1] == "__init__":
-        parts = parts[:-1]
-    return ".".join(part for part in parts if part and part != ".")
 
 
 class _Source:

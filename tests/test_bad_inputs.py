@@ -163,7 +163,8 @@ def test_undecodable_bytes_and_nul_byte_are_invalid_syntax_and_the_run_goes_on(t
             "pkg/server.py": BUGGY,
         },
     )
-    result, findings = json_check("pkg", cwd=tmp_path)
+    named = ("pkg/undecodable.py", "pkg/cookie_lies.py", "pkg/nul.py")  # no trigger word: parsed when named
+    result, findings = json_check("pkg", *named, cwd=tmp_path)
     assert result.code == 1
     by_path = {str(f["filename"]): f for f in findings}
     assert set(by_path) == {"pkg/undecodable.py", "pkg/cookie_lies.py", "pkg/nul.py", "pkg/server.py"}
