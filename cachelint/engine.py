@@ -16,8 +16,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import pathspec
-
 from cachelint import parallel
 from cachelint.cache import Cache, FileRecord
 from cachelint.config import Settings
@@ -581,25 +579,22 @@ def _find(
     named: AbstractSet[str],
     progress: Callable[[int, int], None] | None,
 ) -> list[Finding]:
-    from cachelint.facts import load_facts
-    from cachelint.rules import Context
-
     settings = analyzer.settings
     with analyzer.workers, collector_paused():
         analyzer.examine(progress)
         index_files = [loaded for loaded in {id(f): f for f in [*target_files, *project]}.values() if loaded.summary]
-        index = analyzer.load_on_demand(index_files, [f.path for f in project])
+        index = analyzer.load_on_demand(index_files, [f.path for f in project]) if index_files else None
         analyzer.check_syntax(named)
-    context = Context(index, supported, settings, load_facts())
-    findings: list[Finding] = []
-    clean: list[LoadedFile] = []
-    for loaded in target_files:
-        if loaded.error is not None:
-            findings.append(loaded.error)
-            continue
-        clean.append(loaded)
-        if loaded.summary is not None:
-            findings.extend(run_rules(analyzer.rules, loaded.summary, context))
+    findings = [loaded.error for loaded in target_files if loaded.error is not None]
+    clean = [loaded for loaded in target_files if loaded.error is None]
+    summaries = [loaded.summary for loaded in clean if loaded.summary is not None]
+    if summaries and index is not None:
+        from cachelint.facts import load_facts
+        from cachelint.rules import Context
+
+        context = Context(index, supported, settings, load_facts())
+        for summary in summaries:
+            findings.extend(run_rules(analyzer.rules, summary, context))
     return apply_suppressions(findings, clean, settings, analyzer.root_folder)
 
 
@@ -610,7 +605,6 @@ def apply_suppressions(
 
     Only files that can matter are tokenized: those with findings and a possible directive, and those
     with a directive that can be unused (cachelint's own, or a `noqa` naming a CL code)."""
-    from cachelint.rules.cl100_unused_suppression import UnusedSuppression
     from cachelint.suppress import UNUSED_SUPPRESSION_CODE, apply, parse_suppressions
 
     with_findings = {finding.path for finding in findings}
@@ -625,7 +619,9 @@ def apply_suppressions(
             suppressions[loaded.display] = parse_suppressions(source.text)
     kept, used = apply(findings, suppressions)
     kept = [finding for finding in kept if not _ignored_for_file(finding, settings, root)]
-    if settings.is_enabled(UNUSED_SUPPRESSION_CODE):
+    if settings.is_enabled(UNUSED_SUPPRESSION_CODE) and suppressions:
+        from cachelint.rules.cl100_unused_suppression import UnusedSuppression
+
         unused = UnusedSuppression().unused(suppressions, used, settings.is_enabled)
         kept.extend(finding for finding in unused if not _ignored_for_file(finding, settings, root))
     return kept
@@ -653,6 +649,8 @@ def _ignored_for_file(finding: Finding, settings: Settings, root: Path) -> bool:
         relative = absolute.relative_to(Path(os.path.abspath(root))).as_posix()
     except ValueError:
         relative = finding.path
+    import pathspec
+
     for pattern, codes in settings.per_file_ignores:
         spec = pathspec.GitIgnoreSpec.from_lines([pattern])
         if spec.match_file(relative) and any(finding.code.startswith(code) for code in codes):

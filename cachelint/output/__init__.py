@@ -2,36 +2,33 @@
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Sequence
 from typing import TextIO
 
 from cachelint.finding import Finding
-from cachelint.output.concise import render_concise
 from cachelint.output.context import ReportContext
-from cachelint.output.full import render_full
-from cachelint.output.github import render_github
-from cachelint.output.json_lines import render_json_lines
-from cachelint.output.json_report import render_json
-from cachelint.output.sarif import render_sarif
 
 __all__ = ["FORMATS", "ReportContext", "render"]
 
 Renderer = Callable[[Sequence[Finding], TextIO, ReportContext], None]
 
-_RENDERERS: dict[str, Renderer] = {
-    "full": render_full,
-    "concise": render_concise,
-    "json": render_json,
-    "json-lines": render_json_lines,
-    "sarif": render_sarif,
-    "github": render_github,
+# Each format's module and function, imported when used: the human formats need rich, the others not.
+_RENDERERS: dict[str, tuple[str, str]] = {
+    "full": ("cachelint.output.full", "render_full"),
+    "concise": ("cachelint.output.concise", "render_concise"),
+    "json": ("cachelint.output.json_report", "render_json"),
+    "json-lines": ("cachelint.output.json_lines", "render_json_lines"),
+    "sarif": ("cachelint.output.sarif", "render_sarif"),
+    "github": ("cachelint.output.github", "render_github"),
 }
 
 FORMATS = tuple(_RENDERERS)
 
 
 def render(findings: Sequence[Finding], fmt: str, out: TextIO, context: ReportContext) -> None:
-    renderer = _RENDERERS.get(fmt)
-    if renderer is None:
+    if fmt not in _RENDERERS:
         raise ValueError(f"unknown output format {fmt!r}; expected one of {', '.join(FORMATS)}")
+    module, name = _RENDERERS[fmt]
+    renderer: Renderer = getattr(importlib.import_module(module), name)
     renderer(sorted(findings, key=Finding.sort_key), out, context)
