@@ -335,6 +335,8 @@ class Analyzer:
             self._finished.update(work[index][0].display for index in indexes)
             self._report_progress()
 
+        if any(want for _, want in work):
+            import cachelint.summary  # noqa: F401 (once here, not again in each forked worker)
         sizes = [len(loaded.raw) * (SUMMARY_COST if want else 1) for loaded, want in work]
         outcomes = self.workers.map(examine_files, tasks, sizes, done)
         for (loaded, _), (syntax, summary, encoded, failure) in zip(work, outcomes, strict=True):
