@@ -298,6 +298,8 @@ def _set_up(connection: sqlite3.Connection) -> None:
                 "CREATE TABLE IF NOT EXISTS entries"
                 " (key TEXT PRIMARY KEY, value TEXT NOT NULL, summary TEXT, used INTEGER NOT NULL)"
             )
+            # Dropping old entries then reads the index, not every row (whose summary may span pages).
+            connection.execute("CREATE INDEX IF NOT EXISTS entries_used ON entries (used)")
             return
         except sqlite3.OperationalError:
             if attempt == SETUP_ATTEMPTS - 1:

@@ -98,6 +98,7 @@ class LoadedFile:
     target: bool = False
     record: FileRecord | None = None  # what is known about `raw`, from the cache or this run
     cache_key: str = ""
+    trigger: bool | None = None  # whether `raw` holds a trigger word, once known
 
     def decoded(self) -> SourceFile | None:
         """The text of `raw`, decoded on first use; None when it does not decode."""
@@ -232,7 +233,18 @@ class Analyzer:
         return loaded
 
     def holds_trigger(self, loaded: LoadedFile) -> bool:
-        return loaded.error is None and any(word in loaded.raw for word in self.trigger_words)
+        if loaded.trigger is None:
+            loaded.trigger = loaded.error is None and any(word in loaded.raw for word in self.trigger_words)
+        return loaded.trigger
+
+    def any_holds_trigger(self, files: list[LoadedFile]) -> bool:
+        """Whether one of `files` holds a trigger word: from the cache when it knows their bytes."""
+        known = self.cache.get_many(f.cache_key for f in files if f.cache_key) if self.cache is not None else {}
+        return any(
+            known[loaded.cache_key].trigger if loaded.cache_key in known else self.holds_trigger(loaded)
+            for loaded in files
+            if loaded.error is None
+        )
 
     def examine(self, progress: Callable[[int, int], None] | None = None) -> None:
         """Summarize the files holding a trigger word. `progress(done, total)` is
@@ -546,7 +558,7 @@ def analyze(
     whole = len(paths) == 1 and not force_exclude and os.path.abspath(paths[0]) == os.path.abspath(root)
     target_files = [analyzer.read(path, target=True) for path in targets]
     project: list[LoadedFile] = []
-    if any(analyzer.holds_trigger(loaded) for loaded in target_files):  # else no rule can flag a target
+    if whole or analyzer.any_holds_trigger(target_files):  # else no rule can flag a target
         project_paths = analyzer.project_files(targets, walked=targets if whole and root.is_dir() else None)
         project = [analyzer.read(path) for path in project_paths]
     named = {os.path.abspath(path) for path in paths if not path.is_dir()}

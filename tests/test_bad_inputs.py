@@ -225,7 +225,7 @@ def test_escape_sequences_in_the_code_do_not_reach_the_terminal(tmp_path: Path) 
     """A string in the checked code must not retitle, clear or recolour the terminal showing the report."""
     hostile = '        s = "\x1b]0;pwned\x07\x1b[2J\x1b[31m\x9b"; ' + BUG_CALL.removeprefix("await ")
     project(tmp_path, {"pkg/server.py": BUGGY.replace("        " + BUG_CALL, hostile)})
-    for output_format in ("full", "concise"):
+    for output_format in ("full", "concise", "github"):
         result = check("--output-format", output_format, "--show-fixes", "--no-color", "pkg", cwd=tmp_path)
         assert_no_traceback(result)
         assert result.code == 1

@@ -12,7 +12,8 @@ from rich.text import Text
 from cachelint.edits import apply_edits, source_lines
 from cachelint.finding import INTERNAL_ERROR, INVALID_SYNTAX, Applicability, Finding, Span
 from cachelint.output.context import ReportContext
-from cachelint.output.human import header, make_console, print_summary, printable, statistics
+from cachelint.output.human import header, make_console, print_summary, statistics
+from cachelint.output.printable import printable
 
 TAB_SIZE = 4
 # A source line longer than this (minified or generated code) is shown as a window around the finding.

@@ -8,6 +8,7 @@ from typing import TextIO
 from cachelint.finding import Finding
 from cachelint.output.context import ReportContext
 from cachelint.output.locations import report_path
+from cachelint.output.printable import printable
 
 
 def render_github(findings: Sequence[Finding], out: TextIO, context: ReportContext) -> None:
@@ -26,7 +27,9 @@ def render_github(findings: Sequence[Finding], out: TextIO, context: ReportConte
 
 
 def escape_data(text: str) -> str:
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    """Line breaks as GitHub decodes them; other control characters (from the analysed code) shown as
+    pictures, so that they cannot drive the log viewer."""
+    return printable(text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A"))
 
 
 def escape_property(text: str) -> str:

@@ -11,19 +11,7 @@ from rich.text import Text
 
 from cachelint.finding import INTERNAL_ERROR, INVALID_SYNTAX, Applicability, Finding
 from cachelint.output.context import ReportContext
-
-# Characters that would drive the terminal (escape sequences can retitle or clear it, hide or fake
-# lines): shown as their Unicode control pictures (ESC as \u241b), one column each, as ruff does.
-_UNPRINTABLE = {
-    **{code: 0x2400 + code for code in range(0x20) if code != 0x09},
-    0x7F: 0x2421,
-    **dict.fromkeys((*range(0x80, 0xA0), 0x2028, 0x2029), 0xFFFD),
-}
-
-
-def printable(text: str) -> str:
-    """`text` from the analysed code (a source line, a name in a message, a file name) safe to print."""
-    return text.translate(_UNPRINTABLE)
+from cachelint.output.printable import printable
 
 
 def make_console(out: TextIO, color: bool) -> Console:
