@@ -247,8 +247,8 @@ class Analyzer:
         )
 
     def examine(self, progress: Callable[[int, int], None] | None = None) -> None:
-        """Summarize the files holding a trigger word. `progress(done, total)` is
-        told as files are done with, through `load_on_demand` and `check_syntax`."""
+        """Summarize the files holding a trigger word. `progress(done, total)` is told as files are
+        done with, through `load_on_demand` and `check_syntax`."""
         files = list(self.loaded.values())
         self._progress = progress
         known = self.cache.get_many(f.cache_key for f in files if f.cache_key) if self.cache is not None else {}
