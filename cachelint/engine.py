@@ -98,7 +98,6 @@ class LoadedFile:
     target: bool = False
     record: FileRecord | None = None  # what is known about `raw`, from the cache or this run
     cache_key: str = ""
-    trigger: bool | None = None  # whether `raw` holds a trigger word, once known
 
     def decoded(self) -> SourceFile | None:
         """The text of `raw`, decoded on first use; None when it does not decode."""
@@ -232,36 +231,34 @@ class Analyzer:
             loaded.cache_key = self.cache.key(loaded.raw, loaded.module)
         return loaded
 
-    def holds_trigger(self, loaded: LoadedFile) -> bool:
-        if loaded.trigger is None:
-            loaded.trigger = loaded.error is None and any(word in loaded.raw for word in self.trigger_words)
-        return loaded.trigger
-
     def any_holds_trigger(self, files: list[LoadedFile]) -> bool:
-        """Whether one of `files` holds a trigger word: from the cache when it knows their bytes."""
-        known = self.cache.get_many(f.cache_key for f in files if f.cache_key) if self.cache is not None else {}
-        return any(
-            known[loaded.cache_key].trigger if loaded.cache_key in known else self.holds_trigger(loaded)
-            for loaded in files
-            if loaded.error is None
-        )
+        """Whether one of `files` holds a trigger word (known from the cache when it saw their bytes)."""
+        self._give_records(files)
+        return any(loaded.record.trigger for loaded in files if loaded.record is not None)
+
+    def _give_records(self, files: list[LoadedFile]) -> None:
+        """Give each readable file without a record one: the cache's for its bytes, or else a new one
+        telling whether it holds a trigger word."""
+        missing = [loaded for loaded in files if loaded.error is None and loaded.record is None]
+        keys = [loaded.cache_key for loaded in missing if loaded.cache_key]
+        known = self.cache.get_many(keys) if self.cache is not None and keys else {}
+        for loaded in missing:
+            loaded.record = known.get(loaded.cache_key)
+            if loaded.record is None:
+                loaded.record = FileRecord(any(word in loaded.raw for word in self.trigger_words))
+                self._remember(loaded)
 
     def examine(self, progress: Callable[[int, int], None] | None = None) -> None:
         """Summarize the files holding a trigger word. `progress(done, total)` is told as files are
         done with, through `load_on_demand` and `check_syntax`."""
         files = list(self.loaded.values())
         self._progress = progress
-        known = self.cache.get_many(f.cache_key for f in files if f.cache_key) if self.cache is not None else {}
+        self._give_records(files)
         wanted: list[tuple[LoadedFile, bool]] = []
         for loaded in files:
-            if loaded.error is not None:
+            if loaded.error is not None or loaded.record is None:
                 self._finished.add(loaded.display)
-                continue
-            loaded.record = known.get(loaded.cache_key)
-            if loaded.record is None:
-                loaded.record = FileRecord(self.holds_trigger(loaded))
-                self._remember(loaded)
-            if loaded.record.trigger:
+            elif loaded.record.trigger:
                 wanted.append((loaded, True))
             elif not loaded.target:
                 self._finished.add(loaded.display)
@@ -400,6 +397,7 @@ class Analyzer:
         the files that may pause before calling a refit root whose path holds a prefix reset that may
         do nothing (CL007). Return the index of them all."""
         from cachelint.project import ProjectIndex
+        from cachelint.rules.cl007_prefix_reset_may_noop import QUIESCE_WORDS
 
         candidates = list(
             {id(f): f for f in (self._by_absolute.get(os.path.abspath(p)) for p in unparsed) if f}.values()
@@ -432,7 +430,7 @@ class Analyzer:
             callers = [name.encode() for name in sorted(prefix_roots - asked_callers)] if callers_matter else []
             asked_definitions.update(wanted)
             asked_callers.update(prefix_roots)
-            matched = [loaded for loaded in candidates if self._wanted(loaded, words, pattern, callers)]
+            matched = [loaded for loaded in candidates if self._wanted(loaded, words, pattern, callers, QUIESCE_WORDS)]
             self._fulfil([(loaded, True) for loaded in matched])
             added = [loaded for loaded in matched if loaded.summary is not None]
             if not added:
@@ -442,18 +440,21 @@ class Analyzer:
         return index
 
     def _wanted(
-        self, loaded: LoadedFile, words: set[str], pattern: re.Pattern[bytes] | None, callers: list[bytes]
+        self,
+        loaded: LoadedFile,
+        words: set[str],
+        pattern: re.Pattern[bytes] | None,
+        callers: list[bytes],
+        quiesce_words: Sequence[bytes],
     ) -> bool:
         """Whether a file not parsed yet may define one of `words` (or what `pattern` matches), or call
-        one of `callers` after a pause, abort, drain or sleep."""
-        from cachelint.rules.cl007_prefix_reset_may_noop import QUIESCE_WORDS
-
+        one of `callers` after a pause, abort, drain or sleep (it holds one of `quiesce_words`)."""
         if loaded.summary or loaded.error or loaded.record is None:
             return False
         raw = loaded.raw
         if not self._defined(loaded).isdisjoint(words) or (pattern is not None and pattern.search(raw)):
             return True
-        return any(name in raw for name in callers) and any(word in raw for word in QUIESCE_WORDS)
+        return any(name in raw for name in callers) and any(word in raw for word in quiesce_words)
 
     def _defined(self, loaded: LoadedFile) -> frozenset[str]:
         """The words after `def ` in the file's bytes: `def name\\b` matches exactly for these."""
