@@ -525,6 +525,19 @@ def test_full_summary_forms(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.parametrize("fmt", ["full", "concise"])
+@pytest.mark.parametrize("changes", [{}, {"color": True}, {"quiet": True}, {"statistics": True, "color": True}])
+def test_clean_run_prints_what_rich_prints(tmp_path: Path, fmt: str, changes: dict[str, bool]) -> None:
+    """A run without findings is reported without importing rich, in the very bytes rich would print."""
+    from cachelint.output.concise import render_concise
+    from cachelint.output.full import render_full
+
+    report = context(tmp_path, **changes)
+    through_rich = io.StringIO()
+    (render_full if fmt == "full" else render_concise)([], through_rich, report)
+    assert rendered([], fmt, report) == through_rich.getvalue()
+
+
 def test_full_statistics(tmp_path: Path) -> None:
     findings = [*all_findings(), worker_finding(line=7, col=2)]
     assert rendered(findings, "full", context(tmp_path, statistics=True)) == (

@@ -24,11 +24,19 @@ _RENDERERS: dict[str, tuple[str, str]] = {
 }
 
 FORMATS = tuple(_RENDERERS)
+HUMAN_FORMATS = ("full", "concise")
+ALL_PASSED = "All checks passed!"
+# What rich prints for ALL_PASSED in bold green with the standard colours.
+_ALL_PASSED_IN_COLOR = f"\x1b[1;32m{ALL_PASSED}\x1b[0m"
 
 
 def render(findings: Sequence[Finding], fmt: str, out: TextIO, context: ReportContext) -> None:
     if fmt not in _RENDERERS:
         raise ValueError(f"unknown output format {fmt!r}; expected one of {', '.join(FORMATS)}")
+    if fmt in HUMAN_FORMATS and not findings and not context.fixed_count:  # most runs: no need for rich
+        if not context.quiet:
+            out.write(f"{_ALL_PASSED_IN_COLOR if context.color else ALL_PASSED}\n")
+        return
     module, name = _RENDERERS[fmt]
     renderer: Renderer = getattr(importlib.import_module(module), name)
     renderer(sorted(findings, key=Finding.sort_key), out, context)

@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.text import Text
 
 from cachelint.finding import INTERNAL_ERROR, INVALID_SYNTAX, Applicability, Finding
+from cachelint.output import ALL_PASSED
 from cachelint.output.context import ReportContext
 from cachelint.output.printable import printable
 
@@ -75,7 +76,7 @@ def summary(findings: Sequence[Finding], context: ReportContext) -> list[Text]:
         files = len({finding.path for finding in findings})
         lines.append(Text(f"Found {plural(len(findings), 'problem')} in {plural(files, 'file')}."))
     else:
-        lines.append(Text("All checks passed!", style="bold green"))
+        lines.append(Text(ALL_PASSED, style="bold green"))
     fixable = sum(is_fixable(finding, context) for finding in findings)
     if fixable:
         line = Text()
