@@ -7,8 +7,8 @@ Corpora (in a temporary folder, each with a pyproject.toml at its root, as a rep
 For each corpus, repetitions interleaved so that a change in machine load hits every tool alike:
   cachelint cold (`--no-cache`), warm (cache filled, nothing changed), and one changed file as
   pre-commit runs it (`check --force-exclude FILE` from the corpus root, the rest of the cache warm,
-  FILE given a new function each time), once for a file the rules analyse and once for a file that
-  holds no trigger word; Fixit with one trivial rule; `ruff check --no-cache --select
+  FILE given a new function each time), once for a file the rules analyse (also with the fix hook's
+  `--fix`) and once for a file that holds no trigger word; Fixit with one trivial rule; `ruff check --no-cache --select
   ALL` and `--select E9,F63,F7,F82`; libcst parsing every file (the floor of any libcst linter).
 Wall time is measured around each command, peak RSS is the largest resident size of the command or
 any of its subprocesses (`getrusage(RUSAGE_CHILDREN)` in a fresh wrapper process).
@@ -43,11 +43,12 @@ PEERS = ("fixit==2.2.1", "ruff==0.17.6")
 # that holds no trigger word (most commits touch only such files).
 CHANGED_FILE = {"rl": "**/verl/workers/rollout/vllm_rollout/vllm_async_server.py", "stdlib": "asyncio/base_events.py"}
 PLAIN_FILE = {"rl": "**/verl/utils/torch_functional.py", "stdlib": "json/encoder.py"}
-TOOLS = ("libcst", "ruff-e9", "ruff-all", "cold", "warm", "changed", "plain", "fixit")
+TOOLS = ("libcst", "ruff-e9", "ruff-all", "cold", "warm", "changed", "fix-hook", "plain", "fixit")
 LABELS = {
     "cold": "cachelint cold (--no-cache)",
     "warm": "cachelint warm (nothing changed)",
     "changed": "cachelint, one changed file (pre-commit)",
+    "fix-hook": "  the same, the fix hook",
     "plain": "  the same, a file no rule can flag",
     "fixit": "Fixit, one trivial rule",
     "ruff-all": "ruff --no-cache --select ALL",
@@ -226,6 +227,7 @@ def run_corpus(
         "cold": ([*cachelint, "--no-cache", "."], environment),
         "warm": ([*cachelint, "."], environment),
         "changed": ([*cachelint, "--force-exclude", changed], environment),
+        "fix-hook": ([*cachelint, "--fix", "--force-exclude", "--exit-non-zero-on-fix", changed], environment),
         "plain": ([*cachelint, "--force-exclude", plain], environment),
         "fixit": ([str(venv_bin(venv, "fixit")), "--rules", "bench_trivial_rule", "lint", "."], fixit_env),
     }
@@ -243,6 +245,7 @@ def run_corpus(
     prepare: dict[str, Callable[[int], None]] = {
         "warm": fill_cache,
         "changed": edit(corpus.changed),
+        "fix-hook": edit(corpus.changed),
         "plain": edit(corpus.plain),
     }
     untimed([*cachelint, "--no-cache", "."], corpus.root, environment)  # page cache and bytecode
@@ -331,7 +334,7 @@ def targets(corpora: list[Corpus], results: dict[str, dict[str, Runs]]) -> list[
             lines.append(f"rl warm under 0.5 s: {warm:.2f} s, {verdict(warm < 0.5)}")
         if corpus.name == "rl" and changed is not None:
             lines.append(f"rl one changed file under 0.4 s: {changed:.2f} s, {verdict(changed < 0.4)}")
-        ours = ("cold", "warm", "changed", "plain")
+        ours = ("cold", "warm", "changed", "fix-hook", "plain")
         peaks = [max(runs[tool].peaks) for tool in ours if tool in runs and runs[tool].peaks]
         if peaks:
             peak = max(peaks) / 2**20

@@ -210,13 +210,13 @@ def check(
     if add_noqa:
         if writes:
             fail(f"--add-noqa cannot be used with {writes[0]}")
-        sys.exit(run_add_noqa(analyze(targets, settings, force_exclude=force_exclude), quiet))
+        sys.exit(run_add_noqa(analyze(targets, settings, force_exclude=force_exclude, use_cache=not no_cache), quiet))
     fixed = 0
     if fix or fix_only or show_diff:
         from cachelint.fixes import fix_to_fixed_point, unified_diff, write_changes
 
-        outcome = fix_to_fixed_point(targets, settings, unsafe_fixes, force_exclude)
-        for message in outcome.errors:
+        outcome = fix_to_fixed_point(targets, settings, unsafe_fixes, force_exclude, use_cache=not no_cache)
+        for message in [*outcome.analysis.warnings, *outcome.errors]:
             click.echo(f"cachelint: warning: {message}", err=True)
         if show_diff:
             for file in outcome.changed:
@@ -231,7 +231,7 @@ def check(
         analysis, fixed = outcome.analysis, outcome.fixed
         if write_errors:
             before = len(analysis.findings) + fixed
-            analysis = analyze(targets, settings, force_exclude=force_exclude)
+            analysis = analyze(targets, settings, force_exclude=force_exclude, use_cache=not no_cache)
             fixed = max(0, before - len(analysis.findings))
         if fix_only:
             if not quiet:

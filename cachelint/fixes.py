@@ -12,13 +12,12 @@ from __future__ import annotations
 import ast
 import contextlib
 import difflib
+import functools
 import os
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import libcst
 
 from cachelint.config import Settings
 from cachelint.edits import apply_edits, lines_with_breaks
@@ -61,6 +60,8 @@ def _absolute(display: str) -> Path:
 
 
 def _parses(text: str) -> bool:
+    import libcst  # a tenth of a second: only when a fix is to be applied
+
     try:
         ast.parse(text)
         libcst.parse_module(text)
@@ -168,12 +169,17 @@ def fix_to_fixed_point(
     unsafe: bool,
     force_exclude: bool = False,
     project_root: Path | None = None,
+    use_cache: bool = False,
 ) -> FixOutcome:
-    """Apply every allowed fix, re-analysing after each round, until nothing changes (bounded)."""
+    """Apply every allowed fix, re-analysing after each round, until nothing changes (bounded).
+    `use_cache`: read and write the project's cache, as `analyze` does."""
     overlay: dict[Path, bytes] = {}
     failed: set[tuple[str, str, int, int]] = set()
     problems: dict[Path, str] = {}  # files that could not be tracked (yet)
-    analysis = analyze(paths, settings, project_root=project_root, force_exclude=force_exclude)
+    run = functools.partial(
+        analyze, paths, settings, project_root=project_root, force_exclude=force_exclude, use_cache=use_cache
+    )
+    analysis = run()
     outcome = FixOutcome(analysis)
     for _ in range(MAX_ROUNDS):
         _track(outcome, analysis, overlay, problems)
@@ -188,7 +194,7 @@ def fix_to_fixed_point(
         outcome.fixed += round_.applied
         for file in outcome.changed:
             overlay[file.path] = file.source.encode(file.text)
-        analysis = analyze(paths, settings, project_root=project_root, force_exclude=force_exclude, overlay=overlay)
+        analysis = run(overlay=overlay)
     outcome.analysis = analysis
     outcome.errors += problems.values()
     return outcome

@@ -103,6 +103,53 @@ def test_no_cache_flag_neither_reads_nor_writes(tmp_path: Path) -> None:
     assert not (project / ".cachelint_cache").exists()
 
 
+def project_files(project: Path) -> dict[str, bytes]:
+    return {
+        path.relative_to(project).as_posix(): path.read_bytes()
+        for path in sorted(project.rglob("*"))
+        if path.is_file() and ".cachelint_cache" not in path.parts
+    }
+
+
+@pytest.mark.parametrize("flags", [("--fix",), ("--fix", "--unsafe-fixes"), ("--add-noqa",)])
+def test_writing_runs_with_a_warm_cache_write_what_runs_without_one_write(tmp_path: Path, flags: tuple[str]) -> None:
+    uncached = copy_demo(tmp_path / "uncached")
+    expected = check(*flags, "--no-cache", "--output-format", "concise", cwd=uncached)
+    assert not (uncached / ".cachelint_cache").exists()
+    cold = copy_demo(tmp_path / "cold")
+    assert check(*flags, "--output-format", "concise", cwd=cold) == expected
+    assert (cold / ".cachelint_cache" / DATABASE).is_file()
+    warm = copy_demo(tmp_path / "warm")
+    check("--output-format", "concise", cwd=warm)
+    assert check(*flags, "--output-format", "concise", cwd=warm) == expected
+    assert project_files(warm) == project_files(uncached) != project_files(DEMO)
+    assert check("--output-format", "concise", cwd=warm) == check("--no-cache", "--output-format", "concise", cwd=warm)
+
+
+def test_fix_parses_only_the_files_it_changed_when_the_cache_is_warm(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cachelint import engine
+    from cachelint.fixes import fix_to_fixed_point, write_changes
+
+    project = copy_demo(tmp_path)
+    monkeypatch.chdir(project)
+    settings = cached(tmp_path / "cache")
+    analyze_case(Case("demo", project), settings, use_cache=True)
+    parsed: list[bytes | str] = []
+
+    def recording(tasks: list[engine.Task]) -> list[engine.Outcome]:
+        parsed.extend(task[0] for task in tasks)
+        return examine_files(tasks)
+
+    examine_files = engine.examine_files
+    monkeypatch.setattr(engine, "examine_files", recording)
+    outcome = fix_to_fixed_point([Path()], settings, unsafe=True, use_cache=True)
+    assert outcome.fixed > 0 and write_changes(outcome) == []
+    fixed = {file.source.encode(file.text) for file in outcome.changed}
+    assert parsed and all((text if isinstance(text, bytes) else text.encode()) in fixed for text in parsed)
+
+
 def test_changed_setting_never_reads_entries_of_other_settings(tmp_path: Path) -> None:
     folder = tmp_path / "cache"
     demo = Case("demo", DEMO)
