@@ -114,6 +114,7 @@ class Anchor:
     own_lines: bool  # the statement starts its line and nothing but a comment follows it
     sole_statement: bool  # the only statement of its block (removing it needs a `pass`)
     previous_line_end_col: int  # the column just past the end of the line before the statement
+    leaves_block: bool = False  # a return, raise, break or continue: nothing after it in the block runs
 
 
 @dataclass
@@ -561,6 +562,7 @@ class _Summarizer(ast.NodeVisitor):
             own_lines=self.source.owns_lines(span),
             sole_statement=sole,
             previous_line_end_col=self.source.line_end_col(span.line - 1),
+            leaves_block=isinstance(statement, (ast.Return, ast.Raise, ast.Break, ast.Continue)),
         )
 
     def finish(self) -> None:

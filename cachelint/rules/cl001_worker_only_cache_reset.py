@@ -9,7 +9,7 @@ from cachelint.finding import Applicability, Edit, Finding, Fix
 from cachelint.project import FunctionRef
 from cachelint.rules.base import Context, Rule, RuleInfo
 from cachelint.rules.events import is_engine_level
-from cachelint.rules.insertions import insert_after, remove_statement
+from cachelint.rules.insertions import insert_after, insertable_after, remove_statement
 from cachelint.summary import CallSite, FileSummary, FunctionSummary, ResetEvent
 
 WORKER_RESETS = ("reset_encoder_cache", "reset_mm_cache")
@@ -193,7 +193,7 @@ def _driver_side_fix(
     for ref, site in sites:
         assert site.anchor is not None
         reset = _driver_reset(ref, site, method)
-        if reset is None or not site.anchor.own_lines:
+        if reset is None or not insertable_after(site.anchor):
             where = f"{ref.file.path}:{site.span.line}"
             return Fix(f"{advice} ({where}), once its coroutine has been awaited", Applicability.DISPLAY)
         if not _already_resets(ref, site, method, context):

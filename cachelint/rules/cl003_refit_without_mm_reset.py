@@ -12,7 +12,7 @@ from cachelint.finding import Applicability, Finding, Fix
 from cachelint.project import FunctionRef, Reached
 from cachelint.rules.base import Context, Rule, RuleInfo
 from cachelint.rules.events import awaits, clears_caches, engine_reset_lines, is_engine_level, style_call
-from cachelint.rules.insertions import insert_after
+from cachelint.rules.insertions import insert_after, insertable_after
 from cachelint.summary import FileSummary, ResetEvent
 
 MM_RESET_SINCE = Version("0.9.0")
@@ -131,7 +131,7 @@ def _help(stale: StalePrefixReset) -> str:
 
 def _fix(file: FileSummary, stale: StalePrefixReset, context: Context) -> Fix:
     event = stale.event
-    if event.via not in ("direct", "alias") or event.anchor is None or not event.anchor.own_lines:
+    if event.via not in ("direct", "alias") or not insertable_after(event.anchor):
         return Fix(_help(stale), Applicability.DISPLAY)
     if awaits(event) and not event.awaited:
         return Fix(f"{_help(stale)}, once the stored coroutine has been awaited", Applicability.DISPLAY)

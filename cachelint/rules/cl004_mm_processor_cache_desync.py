@@ -9,7 +9,7 @@ from packaging.version import Version
 from cachelint.finding import Applicability, Finding, Fix
 from cachelint.rules.base import Context, Rule, RuleInfo
 from cachelint.rules.events import clears_caches, engine_reset_lines, is_engine_level
-from cachelint.rules.insertions import insert_after
+from cachelint.rules.insertions import insert_after, insertable_after
 from cachelint.summary import FileSummary, FunctionSummary, ResetEvent, Workaround
 
 DESYNC_FROM = Version("0.17.0")
@@ -35,7 +35,11 @@ class MmProcessorCacheDesync(Rule):
             return
         for function in file.functions:
             for event in function.resets:
-                if clears_caches(event) and not _reset_after(function, event, context):
+                if (
+                    clears_caches(event)
+                    and _may_be_vllm_running(file, function, event)
+                    and not _reset_after(function, event, context)
+                ):
                     yield self.finding(
                         file,
                         event.span,
@@ -73,6 +77,21 @@ def _workarounds(context: Context) -> list[tuple[FileSummary, Workaround]]:
     return [(file, workaround) for file in context.project.files.values() for workaround in file.workarounds]
 
 
+def _may_be_vllm_running(file: FileSummary, function: FunctionSummary, event: ResetEvent) -> bool:
+    """False for a call on an unknown receiver that cannot be vLLM's pause or sleep taking effect: a
+    `pause_generation()` whose coroutine is dropped (before 0.22 only AsyncLLM and EngineClient have it,
+    as a coroutine, so a plain call statement is some other object's method, or pauses nothing), and
+    `self.name()` in a class that defines `name` itself (the project's own method, checked where it is)."""
+    if event.receiver_class:
+        return True
+    if event.method == "pause_generation" and event.result_ignored and not (event.awaited or event.consumed):
+        return False
+    if event.receiver in ("self", "cls"):
+        cls = function.qualname.split(".", 1)[0]
+        return file.class_named(cls) is None or file.function(f"{cls}.{event.method}") is None
+    return True
+
+
 def _reset_after(function: FunctionSummary, pause: ResetEvent, context: Context) -> bool:
     """A front-end `reset_mm_cache()` later in the same function."""
     return any(
@@ -98,7 +117,7 @@ _HELP = (
 
 
 def _fix(file: FileSummary, event: ResetEvent, context: Context) -> Fix:
-    if event.via not in ("direct", "alias") or event.anchor is None or not event.anchor.own_lines:
+    if event.via not in ("direct", "alias") or not insertable_after(event.anchor):
         return Fix(_HELP, Applicability.DISPLAY)
     lines = engine_reset_lines(event, "reset_mm_cache", context)
     edit = insert_after(file.path, event.anchor, lines)

@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+from typing import TypeGuard
+
 from cachelint.finding import Edit, Span
 from cachelint.summary import Anchor
 
 
 def indent_unit(anchor: Anchor) -> str:
     return "\t" if "\t" in anchor.indent else "    "
+
+
+def insertable_after(anchor: Anchor | None) -> TypeGuard[Anchor]:
+    """Whether lines added after the anchor's statement run right after it: the statement has its lines
+    to itself and does not leave the block (`return engine.pause_generation()`)."""
+    return anchor is not None and anchor.own_lines and not anchor.leaves_block
 
 
 def insert_after(path: str, anchor: Anchor, lines: list[str]) -> Edit:
