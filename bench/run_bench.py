@@ -8,8 +8,9 @@ For each corpus, repetitions interleaved so that a change in machine load hits e
   cachelint cold (`--no-cache`), warm (cache filled, nothing changed), and one changed file as
   pre-commit runs it (`check --force-exclude FILE` from the corpus root, the rest of the cache warm,
   FILE given a new function each time), once for a file the rules analyse (also with the fix hook's
-  `--fix`) and once for a file that holds no trigger word; Fixit with one trivial rule; `ruff check --no-cache --select
-  ALL` and `--select E9,F63,F7,F82`; libcst parsing every file (the floor of any libcst linter).
+  `--fix`) and once for a file that holds no trigger word; Fixit with one trivial rule; `ruff check
+  --no-cache --select ALL` and `--select E9,F63,F7,F82`; libcst parsing every file (the floor of any
+  libcst linter).
 Wall time is measured around each command, peak RSS is the largest resident size of the command or
 any of its subprocesses (`getrusage(RUSAGE_CHILDREN)` in a fresh wrapper process).
 

@@ -204,18 +204,19 @@ def check(
 
         click.echo(json.dumps(settings.to_display(), indent=2, sort_keys=True))
         return
+    use_cache = not no_cache
     writes = [flag for flag, given in (("--fix", fix), ("--fix-only", fix_only), ("--diff", show_diff)) if given]
     if stdin and (writes or add_noqa):
         fail(f"{(writes or ['--add-noqa'])[0]} cannot be used with source read from stdin")
     if add_noqa:
         if writes:
             fail(f"--add-noqa cannot be used with {writes[0]}")
-        sys.exit(run_add_noqa(analyze(targets, settings, force_exclude=force_exclude, use_cache=not no_cache), quiet))
+        sys.exit(run_add_noqa(analyze(targets, settings, force_exclude=force_exclude, use_cache=use_cache), quiet))
     fixed = 0
     if fix or fix_only or show_diff:
         from cachelint.fixes import fix_to_fixed_point, unified_diff, write_changes
 
-        outcome = fix_to_fixed_point(targets, settings, unsafe_fixes, force_exclude, use_cache=not no_cache)
+        outcome = fix_to_fixed_point(targets, settings, unsafe_fixes, force_exclude, use_cache=use_cache)
         for message in [*outcome.analysis.warnings, *outcome.errors]:
             click.echo(f"cachelint: warning: {message}", err=True)
         if show_diff:
@@ -231,7 +232,7 @@ def check(
         analysis, fixed = outcome.analysis, outcome.fixed
         if write_errors:
             before = len(analysis.findings) + fixed
-            analysis = analyze(targets, settings, force_exclude=force_exclude, use_cache=not no_cache)
+            analysis = analyze(targets, settings, force_exclude=force_exclude, use_cache=use_cache)
             fixed = max(0, before - len(analysis.findings))
         if fix_only:
             if not quiet:
@@ -247,7 +248,7 @@ def check(
                 force_exclude=force_exclude,
                 overlay=overlay,
                 progress=progress,
-                use_cache=not no_cache,
+                use_cache=use_cache,
             )
         for warning in analysis.warnings:
             click.echo(f"cachelint: warning: {warning}", err=True)

@@ -137,12 +137,12 @@ def test_fix_parses_only_the_files_it_changed_when_the_cache_is_warm(
     settings = cached(tmp_path / "cache")
     analyze_case(Case("demo", project), settings, use_cache=True)
     parsed: list[bytes | str] = []
+    examine_files = engine.examine_files
 
     def recording(tasks: list[engine.Task]) -> list[engine.Outcome]:
         parsed.extend(task[0] for task in tasks)
         return examine_files(tasks)
 
-    examine_files = engine.examine_files
     monkeypatch.setattr(engine, "examine_files", recording)
     outcome = fix_to_fixed_point([Path()], settings, unsafe=True, use_cache=True)
     assert outcome.fixed > 0 and write_changes(outcome) == []
