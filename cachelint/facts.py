@@ -235,7 +235,13 @@ def load_facts() -> Facts:
     raw_releases = _data("vllm_releases.json")
     raw_arguments = _data("vllm_engine_args.json")
     return Facts(
-        [_load_fact(raw) for raw in raw_records],
+        # A record without a scope was added by scripts/vllm_facts.py and awaits review: no rule uses it.
+        [_load_fact(raw) for raw in raw_records if raw.get("scope") is not None],
         [Version(v) for v in raw_releases["releases"]],
         [_load_engine_argument(raw) for raw in raw_arguments["arguments"]],
     )
+
+
+def newest_known_release() -> Version:
+    """The newest vLLM release the facts table covers (scripts/vllm_facts.py keeps it current)."""
+    return load_facts().releases[-1]

@@ -1,0 +1,282 @@
+"""The shipped facts tables agree with the committed scans of the released wheels (no network).
+
+The scans are made by scripts/vllm_facts.py from every release on the package index; a hand edit of a
+table that contradicts the released code fails here.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+import json
+import sys
+import zipfile
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+from packaging.version import Version
+
+from cachelint.facts import load_facts, newest_known_release
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _load_script() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("vllm_facts", ROOT / "scripts" / "vllm_facts.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["vllm_facts"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+facts_script = _load_script()
+VLLM = facts_script.VLLM
+
+
+@pytest.fixture(scope="module")
+def vllm_scans() -> dict[Version, dict[str, Any]]:
+    scans: dict[Version, dict[str, Any]] = facts_script.load_scans(VLLM)
+    return scans
+
+
+def _problems(dist: Any, scans: dict[Version, dict[str, Any]], tables: tuple[Any, Any, Any] | None = None) -> list[str]:
+    records, arguments, releases = tables or facts_script.load_table(dist)
+    return list(facts_script.disagreements(dist, scans, records, arguments, releases))
+
+
+def test_vllm_scans_cover_the_table_releases(vllm_scans: dict[Version, dict[str, Any]]) -> None:
+    assert [str(r) for r in vllm_scans] == json.loads((ROOT / "cachelint/data/vllm_releases.json").read_text())[
+        "releases"
+    ]
+    assert min(vllm_scans) == Version("0.6.0")
+
+
+def test_vllm_table_agrees_with_the_released_code(vllm_scans: dict[Version, dict[str, Any]]) -> None:
+    problems = _problems(VLLM, vllm_scans)
+    assert problems == [], "\n".join(problems)
+
+
+def test_a_method_missing_from_one_release_is_named(vllm_scans: dict[Version, dict[str, Any]]) -> None:
+    scans = copy.deepcopy(vllm_scans)
+    del scans[Version("0.20.0")]["classes"]["vllm/v1/engine/async_llm.py:AsyncLLM"]["methods"]["reset_mm_cache"]
+    problems = _problems(VLLM, scans)
+    assert problems == ["AsyncLLM.reset_mm_cache: 0.20.0 lacks it, though earlier and later releases have it"]
+
+
+def test_a_method_missing_from_its_first_release_is_named(vllm_scans: dict[Version, dict[str, Any]]) -> None:
+    scans = copy.deepcopy(vllm_scans)
+    del scans[Version("0.16.0")]["classes"]["vllm/v1/engine/core.py:EngineCore"]["methods"]["reset_encoder_cache"]
+    problems = _problems(VLLM, scans)
+    assert "EngineCore.reset_encoder_cache: first_release: the table says '0.16.0', the released code '0.17.0'" in (
+        problems
+    )
+
+
+def test_a_signature_change_is_reported(vllm_scans: dict[Version, dict[str, Any]]) -> None:
+    scans = copy.deepcopy(vllm_scans)
+    methods = scans[Version("0.33.0")]["classes"]["vllm/v1/engine/async_llm.py:AsyncLLM"]["methods"]
+    methods["pause_generation"] = "async (self, mode)"
+    problems = _problems(VLLM, scans)
+    assert len(problems) == 1
+    assert problems[0].startswith("AsyncLLM.pause_generation: signature_history: the table says")
+    assert problems[0].endswith("'0.32.0: async (self, mode, clear_cache)', '0.33.0: async (self, mode)']")
+
+
+def test_a_hand_edit_that_contradicts_the_released_code_fails(vllm_scans: dict[Version, dict[str, Any]]) -> None:
+    records, arguments, releases = copy.deepcopy(facts_script.load_table(VLLM))
+    gate = next(r for r in records if r["class"] == "AsyncLLM" and r["method"] == "reset_encoder_cache")
+    gate["first_release"] = "0.17.0"
+    arguments["arguments"][0]["removed_in"] = "0.14.0"
+    problems = _problems(VLLM, vllm_scans, (records, arguments, releases))
+    assert problems == [
+        "AsyncLLM.reset_encoder_cache: first_release: the table says '0.17.0', the released code '0.16.0'",
+        "argument disable_mm_preprocessor_cache: removed_in: the table says '0.14.0', the released code '0.13.0'",
+    ]
+
+
+def test_update_rewrites_generated_fields_and_keeps_hand_written_ones(
+    vllm_scans: dict[Version, dict[str, Any]],
+) -> None:
+    records, arguments, releases = copy.deepcopy(facts_script.load_table(VLLM))
+    record = next(r for r in records if r["class"] == "LLM" and r["method"] == "reset_prefix_cache")
+    original = copy.deepcopy(record)
+    record.update(first_release="0.8.0", signature_history=["0.8.0: (self)"], is_async=True)
+    record.update(clears=["edited by hand"], scope="partial", notes="kept")
+    arguments["arguments"][1]["since"] = None
+    arguments["arguments"][1]["notes"] = "kept too"
+    new_records, new_arguments, new_releases, added = facts_script.updated_table(
+        VLLM, vllm_scans, records, arguments, releases
+    )
+    updated = next(r for r in new_records if r["class"] == "LLM" and r["method"] == "reset_prefix_cache")
+    assert updated == {**original, "clears": ["edited by hand"], "scope": "partial", "notes": "kept"}
+    assert new_arguments["arguments"][1] == {**arguments["arguments"][1], "since": "0.10.1"}
+    assert new_releases == releases
+    assert added == []
+
+
+def test_a_new_release_with_a_new_reset_adds_a_record_to_review(vllm_scans: dict[Version, dict[str, Any]]) -> None:
+    scans = copy.deepcopy(vllm_scans)
+    newest = copy.deepcopy(scans[Version("0.33.0")])
+    newest["release"] = "0.34.0"
+    async_llm = newest["classes"]["vllm/v1/engine/async_llm.py:AsyncLLM"]["methods"]
+    async_llm["reset_all_caches"] = "async (self, reset_running_requests)"
+    del async_llm["release_kv_cache_memory"]
+    newest["arguments"].remove("mm_processor_cache_gb")
+    scans[Version("0.34.0")] = newest
+    records, arguments, releases, added = facts_script.updated_table(VLLM, scans, *facts_script.load_table(VLLM))
+    assert [(r["class"], r["method"], r["first_release"], r["scope"]) for r in added] == [
+        ("AsyncLLM", "reset_all_caches", "0.34.0", None)
+    ]
+    assert releases["releases"][-1] == "0.34.0"
+    assert "(0.6.0 to 0.34.0)" in releases["description"]
+    release_kv = next(r for r in records if r["method"] == "release_kv_cache_memory")
+    assert release_kv["last_release"] == "0.33.0"
+    assert arguments["arguments"][1]["removed_in"] == "0.34.0"
+    assert facts_script.removed_arguments(scans, Version("0.33.0")) == [
+        "argument mm_processor_cache_gb: removed in 0.34.0"
+    ]
+    problems = _problems(VLLM, scans, (records, arguments, releases))
+    assert problems == ["AsyncLLM.reset_all_caches: needs its hand-written fields (scope, clears, notes)"]
+
+
+def test_a_class_that_moved_is_pointed_out(vllm_scans: dict[Version, dict[str, Any]]) -> None:
+    scans = copy.deepcopy(vllm_scans)
+    newest = copy.deepcopy(scans[Version("0.33.0")])
+    newest["release"] = "0.34.0"
+    newest["classes"]["vllm/v1/engine/async.py:AsyncLLM"] = newest["classes"].pop(
+        "vllm/v1/engine/async_llm.py:AsyncLLM"
+    )
+    scans[Version("0.34.0")] = newest
+    problems = _problems(VLLM, scans)
+    assert (
+        "AsyncLLM.sleep: 0.34.0 defines it in vllm/v1/engine/async.py: moved there? "
+        "(add the old path to `moved` in vllm_facts.py)"
+    ) in problems
+
+
+def _agreement_line(dist: str) -> str:
+    releases = json.loads((ROOT / f"cachelint/data/{dist}_releases.json").read_text())["releases"]
+    records = json.loads((ROOT / f"cachelint/data/{dist}_cache_api.json").read_text())
+    arguments = json.loads((ROOT / "cachelint/data/vllm_engine_args.json").read_text())["arguments"]
+    return (
+        f"{dist}: {len(releases)} scanned releases ({releases[0]} to {releases[-1]}), {len(records)} records, "
+        f"{len(arguments)} arguments: the table agrees with the released code\n"
+    )
+
+
+@pytest.mark.parametrize("dist", ["vllm"])
+def test_check_prints_the_agreement(dist: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert facts_script.main(["--check", "--dist", dist]) == 0
+    assert capsys.readouterr().out == _agreement_line(dist)
+
+
+def test_check_fails_on_a_disagreement(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    scans = tmp_path / "vllm"
+    scans.mkdir()
+    for path in (facts_script.SCANS / "vllm").glob("*.json"):
+        scan = json.loads(path.read_text())
+        if scan["release"] == "0.33.0":
+            del scan["classes"]["vllm/v1/engine/core.py:EngineCoreProc"]["methods"]["pause_generation"]
+        (scans / path.name).write_text(json.dumps(scan))
+    monkeypatch.setattr(facts_script, "SCANS", tmp_path)
+    assert facts_script.main(["--check"]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "EngineCoreProc.pause_generation: first_release: the table says '0.33.0', the released code None"
+    assert out[-1].endswith(" disagreement(s)")
+
+
+def test_newest_known_release_comes_from_the_table() -> None:
+    releases = json.loads((ROOT / "cachelint/data/vllm_releases.json").read_text())["releases"]
+    assert newest_known_release() == Version(releases[-1]) == load_facts().releases[-1]
+
+
+WHEEL_MODULES = {
+    "vllm/__init__.py": "",
+    "vllm/v1/worker/worker_base.py": """
+class WorkerBase:
+    def reset_mm_cache(self) -> None: ...
+    def load_model(self) -> None: ...
+""",
+    "vllm/v1/worker/gpu_worker.py": """
+from vllm.v1.worker.worker_base import WorkerBase as Base
+
+class Worker(Base):
+    if True:
+        def sleep(self, level: int = 1) -> None: ...
+    def reload_weights(self, *args, **kwargs) -> None: ...
+""",
+    "vllm/v1/engine/async_llm.py": """
+from ...engine import protocol
+
+class AsyncLLM(protocol.EngineClient):
+    async def pause_generation(self, *, mode="abort", clear_cache=True): ...
+""",
+    "vllm/engine/protocol.py": """
+class EngineClient:
+    async def reset_prefix_cache(self, reset_running_requests=False, /, reset_connector=False): ...
+""",
+    "vllm/engine/arg_utils.py": """
+from dataclasses import dataclass
+
+@dataclass
+class EngineArgs:
+    model: str = "m"
+    mm_processor_cache_gb: float = 4
+
+@dataclass
+class AsyncEngineArgs(EngineArgs):
+    enable_log_requests: bool = False
+""",
+    "vllm/entrypoints/serve/api_router.py": """
+@router.post("/reset_mm_cache")
+async def reset_mm_cache(raw_request): ...
+
+@router.api_route("/flush", methods=["GET", "POST"])
+def flush(raw_request, timeout=None): ...
+
+@router.get("/v1/models")
+async def models(raw_request): ...
+""",
+}
+
+
+def test_scan_reads_methods_routes_and_arguments_from_a_wheel(tmp_path: Path) -> None:
+    wheel = tmp_path / "vllm-9.9.9-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        for name, text in WHEEL_MODULES.items():
+            archive.writestr(name, text)
+        archive.writestr("vllm-9.9.9.dist-info/METADATA", "Name: vllm\n")
+    scan = facts_script.scan_wheel(wheel, VLLM, "9.9.9")
+    assert scan["classes"] == {
+        "vllm/engine/protocol.py:EngineClient": {
+            "bases": [],
+            "methods": {"reset_prefix_cache": "async (self, reset_running_requests, reset_connector)"},
+        },
+        "vllm/v1/engine/async_llm.py:AsyncLLM": {
+            "bases": ["vllm/engine/protocol.py:EngineClient"],
+            "methods": {
+                "pause_generation": "async (self, mode, clear_cache)",
+                "reset_prefix_cache": "async (self, reset_running_requests, reset_connector)",
+            },
+        },
+        "vllm/v1/worker/gpu_worker.py:Worker": {
+            "bases": ["vllm/v1/worker/worker_base.py:WorkerBase"],
+            "methods": {
+                "reload_weights": "(self, *args, **kwargs)",
+                "reset_mm_cache": "(self)",
+                "sleep": "(self, level)",
+            },
+        },
+        "vllm/v1/worker/worker_base.py:WorkerBase": {"bases": [], "methods": {"reset_mm_cache": "(self)"}},
+    }
+    assert scan["routes"] == {
+        "GET /flush": "vllm/entrypoints/serve/api_router.py:flush (raw_request, timeout)",
+        "POST /flush": "vllm/entrypoints/serve/api_router.py:flush (raw_request, timeout)",
+        "POST /reset_mm_cache": "vllm/entrypoints/serve/api_router.py:reset_mm_cache async (raw_request)",
+    }
+    assert scan["arguments"] == ["enable_log_requests", "mm_processor_cache_gb", "model"]
