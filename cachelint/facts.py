@@ -154,11 +154,13 @@ class Facts:
         records: list[ApiFact],
         releases: list[Version],
         engine_arguments: list[EngineArgumentFact] | None = None,
+        environment: list[EngineArgumentFact] | None = None,
     ) -> None:
         self.records = records
         self.releases = tuple(sorted(releases))
         self._by_key = {(fact.method, fact.cls): fact for fact in records}
         self.engine_arguments = {fact.name: fact for fact in engine_arguments or []}
+        self.environment = {fact.name: fact for fact in environment or []}
 
     def get(self, method: str, cls: EngineClass | str) -> ApiFact | None:
         name = cls.value if isinstance(cls, EngineClass) else cls
@@ -229,17 +231,30 @@ def _data(name: str) -> Any:
     return json.loads(raw.decode("utf-8"))
 
 
-@functools.cache
-def load_facts() -> Facts:
-    raw_records = _data("vllm_cache_api.json")
-    raw_releases = _data("vllm_releases.json")
-    raw_arguments = _data("vllm_engine_args.json")
+def _load_table(prefix: str, arguments_file: str) -> Facts:
+    raw_records = _data(f"{prefix}_cache_api.json")
+    raw_releases = _data(f"{prefix}_releases.json")
+    raw_arguments = _data(arguments_file)
     return Facts(
         # A record without a scope was added by scripts/vllm_facts.py and awaits review: no rule uses it.
         [_load_fact(raw) for raw in raw_records if raw.get("scope") is not None],
         [Version(v) for v in raw_releases["releases"]],
         [_load_engine_argument(raw) for raw in raw_arguments["arguments"]],
+        [_load_engine_argument(raw) for raw in raw_arguments.get("environment", [])],
     )
+
+
+@functools.cache
+def load_facts() -> Facts:
+    """The vLLM facts."""
+    return _load_table("vllm", "vllm_engine_args.json")
+
+
+@functools.cache
+def load_sglang_facts() -> Facts:
+    """The SGLang facts: Engine / TokenizerManager / Scheduler methods and HTTP routes around a weight
+    update, ServerArgs fields (`engine_arguments`) and environment variables. No rule uses them yet."""
+    return _load_table("sglang", "sglang_server_args.json")
 
 
 def newest_known_release() -> Version:

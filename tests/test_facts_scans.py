@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from packaging.version import Version
 
-from cachelint.facts import load_facts, newest_known_release
+from cachelint.facts import Scope, load_facts, load_sglang_facts, newest_known_release
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -34,11 +34,18 @@ def _load_script() -> ModuleType:
 
 facts_script = _load_script()
 VLLM = facts_script.VLLM
+SGLANG = facts_script.SGLANG
 
 
 @pytest.fixture(scope="module")
 def vllm_scans() -> dict[Version, dict[str, Any]]:
     scans: dict[Version, dict[str, Any]] = facts_script.load_scans(VLLM)
+    return scans
+
+
+@pytest.fixture(scope="module")
+def sglang_scans() -> dict[Version, dict[str, Any]]:
+    scans: dict[Version, dict[str, Any]] = facts_script.load_scans(SGLANG)
     return scans
 
 
@@ -160,14 +167,15 @@ def test_a_class_that_moved_is_pointed_out(vllm_scans: dict[Version, dict[str, A
 def _agreement_line(dist: str) -> str:
     releases = json.loads((ROOT / f"cachelint/data/{dist}_releases.json").read_text())["releases"]
     records = json.loads((ROOT / f"cachelint/data/{dist}_cache_api.json").read_text())
-    arguments = json.loads((ROOT / "cachelint/data/vllm_engine_args.json").read_text())["arguments"]
+    arguments_file = "vllm_engine_args.json" if dist == "vllm" else "sglang_server_args.json"
+    arguments = json.loads((ROOT / "cachelint/data" / arguments_file).read_text())["arguments"]
     return (
         f"{dist}: {len(releases)} scanned releases ({releases[0]} to {releases[-1]}), {len(records)} records, "
         f"{len(arguments)} arguments: the table agrees with the released code\n"
     )
 
 
-@pytest.mark.parametrize("dist", ["vllm"])
+@pytest.mark.parametrize("dist", ["vllm", "sglang"])
 def test_check_prints_the_agreement(dist: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert facts_script.main(["--check", "--dist", dist]) == 0
     assert capsys.readouterr().out == _agreement_line(dist)
@@ -193,6 +201,48 @@ def test_check_fails_on_a_disagreement(
 def test_newest_known_release_comes_from_the_table() -> None:
     releases = json.loads((ROOT / "cachelint/data/vllm_releases.json").read_text())["releases"]
     assert newest_known_release() == Version(releases[-1]) == load_facts().releases[-1]
+
+
+def test_sglang_table_agrees_with_the_released_code(sglang_scans: dict[Version, dict[str, Any]]) -> None:
+    assert [str(r) for r in sglang_scans] == json.loads((ROOT / "cachelint/data/sglang_releases.json").read_text())[
+        "releases"
+    ]
+    assert min(sglang_scans) == Version("0.4.6")
+    problems = _problems(SGLANG, sglang_scans)
+    assert problems == [], "\n".join(problems)
+
+
+def test_sglang_disagreements_name_the_method_route_and_variable(sglang_scans: dict[Version, dict[str, Any]]) -> None:
+    scans = copy.deepcopy(sglang_scans)
+    del scans[Version("0.5.12")]["classes"]["sglang/srt/managers/scheduler.py:Scheduler"]["methods"]["flush_cache"]
+    del scans[Version("0.5.21")]["routes"]["POST /begin_weight_update"]
+    for release in (Version("0.4.6.post5"), Version("0.4.7")):
+        scans[release]["environment"]["SGLANG_VLM_CACHE_SIZE_MB"] = []
+    assert _problems(SGLANG, scans) == [
+        "Scheduler.flush_cache: 0.5.12 lacks it, though earlier and later releases have it",
+        "POST /begin_weight_update: first_release: the table says '0.5.21', the released code '0.5.22'",
+        "POST /begin_weight_update: signature_history: the table says ['0.5.21: async (obj, request)'], "
+        "the released code ['0.5.22: async (obj, request)']",
+        "environment variable SGLANG_VLM_CACHE_SIZE_MB: since: the table says '0.4.6.post5', "
+        "the released code '0.4.7.post1'",
+    ]
+
+
+def test_sglang_facts_load() -> None:
+    facts = load_sglang_facts()
+    assert facts.releases[0] == Version("0.4.6") and facts.releases[-1] >= Version("0.5.23")
+    flush = facts.get("flush_cache", "Scheduler")
+    assert flush is not None and flush.scope is Scope.PARTIAL and not flush.is_async
+    assert not flush.takes_param("empty_cache", Version("0.5.10"))
+    assert flush.takes_param("empty_cache", Version("0.5.11"))
+    begin = facts.get("begin_weight_update", "Engine")
+    assert begin is not None and not begin.exists_in(Version("0.5.20")) and begin.exists_in(Version("0.5.21"))
+    embedding = facts.get("clear", "MultiModalCache / MultiModalStaticCache (embedding cache)")
+    assert embedding is not None and "Nothing calls it" in embedding.notes
+    assert facts.environment["SGLANG_VLM_CACHE_SIZE_MB"].since == Version("0.4.6.post5")
+    rl_target = facts.engine_argument("rl_on_policy_target")
+    assert rl_target is not None and not rl_target.exists_in(Version("0.5.4"))
+    assert load_facts().get("flush_cache", "Scheduler") is None
 
 
 WHEEL_MODULES = {
