@@ -198,10 +198,13 @@ def unpack_wheel(archive: Path, target: Path) -> None:
     for data in target.glob("*.data"):
         for scheme in ("purelib", "platlib"):
             folder = data / scheme
-            if folder.is_dir():
-                for item in folder.iterdir():
-                    shutil.move(str(item), str(target / item.name))
-                folder.rmdir()
+            if folder.is_dir():  # merged into the root file by file: a package may be in both places
+                for item in sorted(folder.rglob("*")):
+                    if item.is_file():
+                        destination = target / item.relative_to(folder)
+                        destination.parent.mkdir(parents=True, exist_ok=True)
+                        item.replace(destination)
+                shutil.rmtree(folder)
     write_pins(target, archive)
 
 
