@@ -125,7 +125,7 @@ class Reached:
         return " -> ".join(step.describe() for step in self.path)
 
 
-def _shared_prefix(a: str, b: str) -> int:
+def shared_prefix(a: str, b: str) -> int:
     count = 0
     for left, right in zip(a.split("."), b.split("."), strict=False):
         if left != right:
@@ -278,8 +278,8 @@ class ProjectIndex:
     def _nearest(self, file: FileSummary, candidates: list[FunctionRef]) -> list[FunctionRef]:
         if not candidates:
             return []
-        best = max(_shared_prefix(file.module, ref.file.module) for ref in candidates)
-        return [ref for ref in candidates if _shared_prefix(file.module, ref.file.module) == best]
+        best = max(shared_prefix(file.module, ref.file.module) for ref in candidates)
+        return [ref for ref in candidates if shared_prefix(file.module, ref.file.module) == best]
 
     # -- reachability -------------------------------------------------------------------------------
 
