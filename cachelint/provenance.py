@@ -222,6 +222,8 @@ def receiver(
 def _receiver(
     project: ProjectIndex, file: FileSummary, function: FunctionSummary, item: ResetEvent | CallSite | HasattrProbe
 ) -> Receiver:
+    """Known origins first; an unknown object whose method the project defines is taken for the
+    project's, unless the module or class says vLLM is the engine."""
     chain = item.chain
     text = item.receiver or "self"
     origin, where = find_origin(project, file, function, chain)
@@ -256,7 +258,7 @@ def _receiver(
         return Receiver(Kind.OTHER_ENGINE, f"`{enclosing.name}` subclasses another engine's class")
     method = method_of(item)
     defined = [ref for ref in project.functions_by_name.get(method, []) if ref.function.cls]
-    if defined and chain not in (["self"], ["cls"]) and chain[:1] != ["super"]:
+    if defined and chain[:1] not in (["self"], ["cls"], ["super"]) and not vllm_evidence(project, file, function):
         owner = _nearest_class(file, defined)
         return Receiver(
             Kind.PROJECT,

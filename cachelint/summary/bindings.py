@@ -64,7 +64,8 @@ class Bindings(Walker):
         return dotted if dotted is not None else self.source.segment(node)
 
     def finish(self) -> None:
-        """Resolve the origins through the module's imports, then classify every recorded receiver."""
+        """Resolve the origins through the module's imports, classify every recorded receiver, and keep
+        the local bindings that name a receiver (provenance reads no other)."""
         imports = self.summary.imports
         for function in self.summary.functions:
             for name, origin in function.bindings.items():
@@ -73,9 +74,16 @@ class Bindings(Walker):
             for name, origin in cls.attributes.items():
                 cls.attributes[name] = provenance.resolve_origin(origin, imports)
         local_classes = frozenset(cls.name for cls in self.summary.classes)
+        receivers: dict[int, set[str]] = {}
         for item, scopes, current in self.pending:
             kind = provenance.local_class(item.chain, scopes, current, local_classes)
             item.receiver_class = kind.value if kind else ""
+            if len(item.chain) == 1:
+                for scope in scopes:
+                    receivers.setdefault(id(scope), set()).add(item.chain[0])
+        for function in self.summary.functions:
+            used = receivers.get(id(function.bindings), set())
+            function.bindings = {name: origin for name, origin in function.bindings.items() if name in used}
         if self.imports_vllm:
             self.summary.engine = "vllm"
         elif self.imports_other:
