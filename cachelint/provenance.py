@@ -238,19 +238,17 @@ def _receiver(
             return Receiver(Kind.OTHER_ENGINE, f"`{text}` is built by `{name}` from `{module}`")
         target = project_class(project, where or file, origin)
         if target is not None:
-            return Receiver(
-                Kind.PROJECT,
-                f"`{text}` is the project's `{target.cls.name}` ({_located(target)})",
-                project_class=target,
-            )
+            found = _project_receiver(project, target, method_of(item), f"`{text}` is the project's")
+            if found is not None:
+                return found
     if chain == ["self"] and function.cls:
         own = file.class_named(function.cls)
         if own is not None:
             if class_engine(file, own) == "other":
                 return Receiver(Kind.OTHER_ENGINE, f"`{own.name}` subclasses another engine's class")
-            return Receiver(
-                Kind.PROJECT, f"`self` is the project's `{own.name}`", project_class=ProjectClass(file, own)
-            )
+            found = _project_receiver(project, ProjectClass(file, own), method_of(item), "`self` is the project's")
+            if found is not None:
+                return found
     if file.engine == "other":
         return Receiver(Kind.OTHER_ENGINE, "this module imports another engine and not vLLM")
     enclosing = file.class_named(function.cls) if function.cls else None
@@ -267,6 +265,21 @@ def _receiver(
             by_name=True,
         )
     return Receiver(Kind.UNKNOWN, "")
+
+
+def _project_receiver(project: ProjectIndex, target: ProjectClass, method: str, lead: str) -> Receiver | None:
+    """A project class as a receiver: vLLM's when it subclasses a vLLM engine, the project's when it (or a
+    project base) defines the method; None when the method must come from a base outside the project."""
+    cls = target.cls
+    located = f"`{cls.name}` ({_located(target)})"
+    for name in (cls.name, *project.base_classes(cls.name)):
+        for _, summary in project.classes_by_name.get(name, []):
+            if summary.engine_class:
+                engine = EngineClass(summary.engine_class)
+                return Receiver(Kind.VLLM, f"{lead} {located}, a subclass of vLLM's {engine.short}", engine)
+    if defines(project, cls.name, method):
+        return Receiver(Kind.PROJECT, f"{lead} {located}", project_class=target)
+    return None
 
 
 def _stub(ref: FunctionRef) -> ClassSummary:
