@@ -7,9 +7,11 @@ from dataclasses import dataclass
 
 from packaging.version import Version
 
+from cachelint import provenance
 from cachelint.facts import EngineClass
 from cachelint.finding import Applicability, Finding, Fix
 from cachelint.project import FunctionRef, Reached
+from cachelint.provenance import Kind
 from cachelint.rules.base import Context, Rule, RuleInfo
 from cachelint.rules.events import (
     awaits,
@@ -17,6 +19,7 @@ from cachelint.rules.events import (
     engine_reset_help,
     engine_reset_lines,
     is_engine_level,
+    receiver_of,
     route,
     route_since,
     style_call,
@@ -93,17 +96,22 @@ def _check_root(root: FunctionRef, context: Context) -> Iterator[StalePrefixRese
         "",
     )
     events: list[tuple[Reached, ResetEvent, str]] = []
+    clients: set[tuple[str, str]] = set()  # methods of HTTP clients whose call sites stand for their posts
     for reached in reached_all:
         if reached.ref.file.engine == "other":
             continue
         for event in reached.ref.function.resets:
             note = vllm_note(context, reached.ref.file, reached.ref.function, event, path_evidence)
+            if note is None:
+                note = _client_note(context, reached, event, clients)
             if note is not None:
                 events.append((reached, event, note))
     prefix = [
         (reached, event, note)
         for reached, event, note in events
-        if event.method == "reset_prefix_cache" and is_engine_level(facts, event)
+        if event.method == "reset_prefix_cache"
+        and (is_engine_level(facts, event) or note.startswith(CLIENT_NOTE))
+        and not any(step.key in clients for step in reached.path)
     ]
     if not prefix:
         return
@@ -133,6 +141,22 @@ def _check_root(root: FunctionRef, context: Context) -> Iterator[StalePrefixRese
         yield StalePrefixReset(reached, event, tuple(missing), note)
 
 
+CLIENT_NOTE = "receiver: an HTTP client of vLLM's server"
+
+
+def _client_note(context: Context, reached: Reached, event: ResetEvent, clients: set[tuple[str, str]]) -> str | None:
+    """A reset called on a project HTTP client whose method posts to vLLM's route: the call site stands
+    for the post (where the refit is), and the client's method is not reported again."""
+    found = receiver_of(context, reached.ref.file, reached.ref.function, event)
+    target = found.project_class
+    if found.kind is not Kind.PROJECT or found.by_name or target is None:
+        return None
+    if provenance.behaviour(context.project, target.cls.name, event.method) is not provenance.Behaviour.POSTS:
+        return None
+    clients.update(ref.key for ref in provenance.methods(context.project, target.cls.name, event.method))
+    return f"{CLIENT_NOTE}: {found.why}, whose `{event.method}` posts to `{route(event.method)}`"
+
+
 def _resets(events: list[tuple[Reached, ResetEvent, str]], method: str, context: Context) -> bool:
     return any(event.method == method and is_engine_level(context.facts, event) for _, event, _ in events)
 
@@ -154,6 +178,8 @@ def _help(stale: StalePrefixReset, context: Context) -> str:
     event = stale.event
     if event.via == "http":
         return _http_help(stale, methods, context)
+    if stale.note.startswith(CLIENT_NOTE):
+        return _client_help(stale, methods, context)
     if event.via in ("direct", "alias"):
         return f"Reset them at engine level right after the prefix reset: {engine_reset_help(event, methods, context)}"
     calls = " and ".join(f"`{style_call(event, method)}`" for method in methods)
@@ -169,8 +195,8 @@ def _http_help(stale: StalePrefixReset, methods: list[str], context: Context) ->
         newer = f", vLLM {since}+" if since is not None and context.supported.includes_before(since) else ""
         routes.append(f"`{route(method)}`{newer}")
     text = (
-        f"Post to vLLM's {' and '.join(routes)} right after `/reset_prefix_cache` "
-        "(development-mode routes of the API server, like it)"
+        f"Post to {' and '.join(routes)} right after `/reset_prefix_cache` (vLLM's API server has them in "
+        "development mode, like it; a server of the project's own needs them added)"
     )
     cls = stale.reached.ref.function.cls
     if cls:
@@ -179,9 +205,30 @@ def _http_help(stale: StalePrefixReset, methods: list[str], context: Context) ->
     return text
 
 
+def _client_help(stale: StalePrefixReset, methods: list[str], context: Context) -> str:
+    """The client's own methods for the other resets, when it has them; else what to add to it."""
+    event = stale.event
+    found = receiver_of(context, stale.reached.ref.file, stale.reached.ref.function, event)
+    assert found.project_class is not None
+    cls = found.project_class.cls.name
+    lacking = [method for method in methods if not provenance.defines(context.project, cls, method)]
+    if not lacking:
+        calls = " and ".join(f"`{style_call(event, method)}`" for method in methods)
+        return f"Reset them through the client right after the prefix reset: {calls}"
+    routes = " and ".join(f"`{route(method)}`" for method in lacking)
+    names = " and ".join(f"`{method}()`" for method in lacking)
+    return (
+        f"`{cls}` has no {names}: add them, posting to {routes} (vLLM's API server has them in development "
+        "mode, like `/reset_prefix_cache`; a server of the project's own needs them added), and call them "
+        f"right after `{event.receiver}.reset_prefix_cache()`"
+    )
+
+
 def _fix(file: FileSummary, stale: StalePrefixReset, context: Context) -> Fix:
     event = stale.event
     help_text = _help(stale, context)
+    if stale.note.startswith(CLIENT_NOTE):
+        return Fix(help_text, Applicability.DISPLAY)
     if event.via not in ("direct", "alias") or not insertable_after(event.anchor):
         return Fix(help_text, Applicability.DISPLAY)
     if awaits(event) and not event.awaited:

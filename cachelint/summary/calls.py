@@ -107,13 +107,21 @@ class Calls(Compat):
             self.frame.function.super_calls.append(func.attr)
 
     def _note_http_route(self, node: ast.Call) -> None:
+        """A call given the URL of a cache route, as a literal or a local it was assigned to."""
         for arg in (*node.args, *(keyword.value for keyword in node.keywords)):
-            for text in string_parts(arg):
-                match = HTTP_ROUTE.search(text)
-                if match:
-                    method = "pause_generation" if match.group(1) == "pause" else match.group(1)
-                    self._reset(node, method, "", [], "http")
-                    return
+            method = self.frame.routes.get(arg.id) if isinstance(arg, ast.Name) else route_method(arg)
+            if method:
+                self._reset(node, method, "", [], "http")
+                return
+
+    def bind(self, target: ast.expr, value: ast.expr) -> None:
+        super().bind(target, value)
+        if isinstance(target, ast.Name):
+            method = route_method(value)
+            if method:
+                self.frame.routes[target.id] = method
+            else:
+                self.frame.routes.pop(target.id, None)
 
     def _call(
         self,
@@ -195,3 +203,12 @@ class Calls(Compat):
             targets = statement.targets
             if len(targets) == 1 and isinstance(targets[0], ast.Name):
                 self.frame.stored_calls.setdefault(targets[0].id, []).append(event)
+
+
+def route_method(node: ast.expr) -> str:
+    """The engine method whose route a URL names (`f"{base}/reset_prefix_cache"`), or ""."""
+    for text in string_parts(node):
+        match = HTTP_ROUTE.search(text)
+        if match:
+            return "pause_generation" if match.group(1) == "pause" else match.group(1)
+    return ""

@@ -80,6 +80,7 @@ class Frame:
     kwargs_gates: dict[str, Gate] = field(default_factory=dict)
     stored_calls: dict[str, list[ResetEvent]] = field(default_factory=dict)
     handlers: list[str] = field(default_factory=list)  # enclosing try/except context, see compat_guards
+    routes: dict[str, str] = field(default_factory=dict)  # locals holding a URL of a cache route -> method
 
 
 class Walker(ast.NodeVisitor):
