@@ -675,10 +675,12 @@ def _ignored_for_file(finding: Finding, settings: Settings, root: Path) -> bool:
 
 
 def run_rules(rules: Iterable[Rule], summary: FileSummary, context: Context) -> list[Finding]:
+    from cachelint.rules.fix_safety import vetted
+
     findings: list[Finding] = []
     for rule in rules:
         try:
-            findings.extend(rule.check(summary, context))
+            findings.extend(vetted(finding, context) for finding in rule.check(summary, context))
         except Exception as error:  # a rule bug is reported against the file, the run goes on
             findings.append(internal_error_finding(summary.path, error))
     return findings

@@ -157,6 +157,7 @@ class FunctionSummary:
     probes: list[HasattrProbe] = field(default_factory=list)
     # Local names (parameters included) and how they were bound, as origins (see cachelint.provenance).
     bindings: dict[str, str] = field(default_factory=dict)
+    end_line: int = 0  # the last line of the body
 
 
 @dataclass

@@ -213,6 +213,7 @@ class Walker(ast.NodeVisitor):
             qualname = node.name
         is_async = isinstance(node, ast.AsyncFunctionDef)
         function = FunctionSummary(node.name, qualname, cls, is_async, self.source.name_span(node))
+        function.end_line = node.end_lineno or node.lineno
         self.summary.functions.append(function)
         self.bind_parameters(node, function)
         arguments = node.args
