@@ -158,7 +158,7 @@ def examine_file(
         tree = parse_python(text)
     except SourceError as error:
         return (error.message, error.line, error.col), None, None, None
-    from cachelint.summary import summarize
+    from cachelint.summary.walk import summarize
 
     try:
         summary = summarize("", text, tree, helpers, module)
@@ -345,7 +345,7 @@ class Analyzer:
             self._report_progress()
 
         if any(want for _, want in work):
-            import cachelint.summary  # noqa: F401 (once here, not again in each forked worker)
+            import cachelint.summary.walk  # noqa: F401 (once here, not again in each forked worker)
         sizes = [len(loaded.raw) * (SUMMARY_COST if want else 1) for loaded, want in work]
         outcomes = self.workers.map(examine_files, tasks, sizes, done)
         for (loaded, _), (syntax, summary, encoded, failure) in zip(work, outcomes, strict=True):
@@ -675,10 +675,12 @@ def _ignored_for_file(finding: Finding, settings: Settings, root: Path) -> bool:
 
 
 def run_rules(rules: Iterable[Rule], summary: FileSummary, context: Context) -> list[Finding]:
+    from cachelint.rules.fix_safety import vetted
+
     findings: list[Finding] = []
     for rule in rules:
         try:
-            findings.extend(rule.check(summary, context))
+            findings.extend(vetted(finding, context) for finding in rule.check(summary, context))
         except Exception as error:  # a rule bug is reported against the file, the run goes on
             findings.append(internal_error_finding(summary.path, error))
     return findings

@@ -4,10 +4,11 @@ Resolution policy, in order: a `self.` (or `super()`) call resolves to the metho
 its project base classes and their overrides in project subclasses; a bare name to the module's own
 function, then to what the module imports, then to module-level functions of that name anywhere in
 the project; `module.func()` to the imported module's function; `collective_rpc("name")` to the
-`name` methods of worker-extension classes; a Ray `.remote()` call, a dispatch helper
-(`run_all_workers("name")`) or a method call on another object to the project's methods of that
-name, other than the caller's own class. Project-wide candidates are narrowed to the nearest package
-(longest shared module prefix).
+`name` methods of worker-extension classes; a method call on a receiver whose origin is known
+(cachelint.provenance) to that project class's method, and to nothing when it is vLLM's or another
+engine's object; a Ray `.remote()` call, a dispatch helper (`run_all_workers("name")`) or a method
+call on another object to the project's methods of that name, other than the caller's own class.
+Project-wide candidates are narrowed to the nearest package (longest shared module prefix).
 When several candidates remain, a path counts as resetting a cache if any candidate does.
 """
 
@@ -18,6 +19,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from cachelint import provenance
 from cachelint.summary import (
     CallSite,
     ClassSummary,
@@ -125,7 +127,7 @@ class Reached:
         return " -> ".join(step.describe() for step in self.path)
 
 
-def _shared_prefix(a: str, b: str) -> int:
+def shared_prefix(a: str, b: str) -> int:
     count = 0
     for left, right in zip(a.split("."), b.split("."), strict=False):
         if left != right:
@@ -234,12 +236,32 @@ class ProjectIndex:
             if target is None:
                 return []
             return [FunctionRef(target, f) for f in target.functions if f.qualname == name]
-        if name in GENERIC_NAMES or call.receiver_class:
+        if call.receiver_class:
+            return []
+        known = self._known_receiver(file, function, call)
+        if known is not None:
+            return known
+        if name in GENERIC_NAMES:
             return []
         candidates = [
             ref for ref in self.functions_by_name.get(name, []) if ref.function.cls and ref.function.cls != function.cls
         ]
         return self._nearest(file, candidates)
+
+    def _known_receiver(self, file: FileSummary, function: FunctionSummary, call: CallSite) -> list[FunctionRef] | None:
+        """The methods a call on a receiver of known origin runs: the project class's (none when the
+        receiver is another engine's object or the class lacks the method); None when the origin is
+        not known or names no project class."""
+        origin, where = provenance.find_origin(self, file, function, call.chain)
+        if not origin:
+            return None
+        module, _ = provenance.origin_class_name(origin)
+        if provenance.module_engine(module):
+            return []
+        target = provenance.project_class(self, where or file, origin)
+        if target is None:
+            return None
+        return self._method_in_hierarchy(target.cls.name, call.name)
 
     def _class_is_worker_extension(self, ref: FunctionRef) -> bool:
         cls = ref.file.class_named(ref.function.cls)
@@ -278,8 +300,8 @@ class ProjectIndex:
     def _nearest(self, file: FileSummary, candidates: list[FunctionRef]) -> list[FunctionRef]:
         if not candidates:
             return []
-        best = max(_shared_prefix(file.module, ref.file.module) for ref in candidates)
-        return [ref for ref in candidates if _shared_prefix(file.module, ref.file.module) == best]
+        best = max(shared_prefix(file.module, ref.file.module) for ref in candidates)
+        return [ref for ref in candidates if shared_prefix(file.module, ref.file.module) == best]
 
     # -- reachability -------------------------------------------------------------------------------
 

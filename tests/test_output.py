@@ -247,6 +247,7 @@ def test_json(tmp_path: Path) -> None:
     },
     "message": "Expected ':'",
     "name": "invalid-syntax",
+    "notes": [],
     "url": null
   },
   {
@@ -281,6 +282,7 @@ def test_json(tmp_path: Path) -> None:
     },
     "message": "collective_rpc reset, 50% of runs: stale",
     "name": "version-gated-reset",
+    "notes": [],
     "url": "https://github.com/cachelint/cachelint/blob/main/rules/CL002.md"
   }
 ]
@@ -297,7 +299,7 @@ def test_json_lines(tmp_path: Path) -> None:
     assert lines[0] == (
         '{"code":"invalid-syntax","end_location":{"column":9,"row":3},"filename":"demo_rl/broken.py",'
         '"fix":null,"help":"","location":{"column":8,"row":3},"message":"Expected \':\'",'
-        '"name":"invalid-syntax","url":null}'
+        '"name":"invalid-syntax","notes":[],"url":null}'
     )
     assert [json.loads(line) for line in lines] == json.loads(rendered(all_findings(), "json", context(tmp_path)))
 

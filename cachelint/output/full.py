@@ -54,7 +54,8 @@ def finding_block(finding: Finding, context: ReportContext) -> list[Text]:
     indent = " " * (width + 1)
     if finding.help:
         rows.append(annotation(indent, "help", finding.help))
-    rows += [annotation(indent, "note", note) for note in finding.notes]
+    if context.show_fixes:  # the notes say why the finding holds (the receiver's provenance)
+        rows += [annotation(indent, "note", note) for note in finding.notes]
     if context.show_fixes and source is not None:
         rows += fix_diff(finding, source, indent)
     return rows

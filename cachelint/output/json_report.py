@@ -27,6 +27,7 @@ def finding_object(finding: Finding) -> dict[str, Any]:
         "location": {"row": span.line, "column": span.col},
         "end_location": {"row": span.end_line, "column": span.end_col},
         "fix": fix_object(finding.fix) if finding.fix else None,
+        "notes": list(finding.notes),
         "url": help_uri(finding.code) if finding.is_rule else None,
     }
 

@@ -50,6 +50,7 @@ class Rule(abc.ABC):
         help: str,
         fix: Fix | None = None,
         function: str = "",
+        notes: tuple[str, ...] = (),
     ) -> Finding:
         return Finding(
             path=file.path,
@@ -60,4 +61,5 @@ class Rule(abc.ABC):
             help=help,
             fix=fix,
             function=function,
+            notes=notes,
         )

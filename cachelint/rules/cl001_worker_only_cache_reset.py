@@ -104,7 +104,7 @@ def _help(event: ResetEvent) -> str:
         return f"Call the engine-level reset instead: `{prefix}.{method}()`"
     if event.via == "rpc":
         awaited = "await " if event.awaited else ""
-        return f"Call the engine-level reset instead: `{awaited}{event.receiver}.{method}()`"
+        return f"Call the engine-level reset instead: `{awaited}{_rpc_call(event, method)}`"
     return (
         f"Reset at engine level from the driver side: `await engine.{method}()` on an AsyncLLM, "
         f"`llm.llm_engine.{method}()` on a sync LLM"
@@ -128,16 +128,21 @@ def _fix(file: FileSummary, function: FunctionSummary, event: ResetEvent, contex
     return _driver_side_fix(file, function, event, context, method)
 
 
-def _rpc_fix(file: FileSummary, event: ResetEvent, method: str) -> Fix:
+def _rpc_call(event: ResetEvent, method: str) -> str:
+    """The engine-level call that replaces `collective_rpc("<method>")`: on the engine that ran it (a sync
+    `LLM` through `llm.llm_engine`, an engine-core client through its engine)."""
     receiver_class = event.receiver_class
     receiver = event.receiver
     if event.chain and event.chain[-1] == "engine_core" and "()" not in event.chain:
         receiver = ".".join(event.chain[:-1])
         receiver_class = EngineClass.ASYNC_LLM.value if event.consumed else EngineClass.LLM_ENGINE.value
     if receiver_class == EngineClass.LLM.value or (not receiver_class and not event.consumed):
-        call = f"{receiver}.llm_engine.{method}()"
-    else:
-        call = f"{receiver}.{method}()"
+        return f"{receiver}.llm_engine.{method}()"
+    return f"{receiver}.{method}()"
+
+
+def _rpc_fix(file: FileSummary, event: ResetEvent, method: str) -> Fix:
+    call = _rpc_call(event, method)
     if event.positional or event.keywords or event.star_kwargs:
         return Fix(f"Call `{call}` instead", Applicability.DISPLAY)
     return Fix(f"Call `{call}`", Applicability.UNSAFE, (Edit(file.path, event.span, call),))

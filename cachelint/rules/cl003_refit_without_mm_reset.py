@@ -7,11 +7,24 @@ from dataclasses import dataclass
 
 from packaging.version import Version
 
+from cachelint import provenance
 from cachelint.facts import EngineClass
 from cachelint.finding import Applicability, Finding, Fix
 from cachelint.project import FunctionRef, Reached
+from cachelint.provenance import Kind
 from cachelint.rules.base import Context, Rule, RuleInfo
-from cachelint.rules.events import awaits, clears_caches, engine_reset_lines, is_engine_level, style_call
+from cachelint.rules.events import (
+    awaits,
+    clears_caches,
+    engine_reset_help,
+    engine_reset_lines,
+    is_engine_level,
+    receiver_of,
+    route,
+    route_since,
+    style_call,
+    vllm_note,
+)
 from cachelint.rules.insertions import insert_after, insertable_after
 from cachelint.summary import FileSummary, ResetEvent
 
@@ -26,6 +39,7 @@ class StalePrefixReset:
     reached: Reached
     event: ResetEvent
     missing: tuple[str, ...]
+    note: str  # why the reset is taken for vLLM's
 
 
 class RefitWithoutMmReset(Rule):
@@ -46,9 +60,10 @@ class RefitWithoutMmReset(Rule):
                 file,
                 stale.event.span,
                 _message(stale),
-                _help(stale),
+                _help(stale, context),
                 fix=_fix(file, stale, context),
                 function=stale.reached.ref.function.qualname,
+                notes=(stale.note,) if stale.note else (),
             )
 
 
@@ -71,20 +86,36 @@ def _find(context: Context) -> Iterator[StalePrefixReset]:
 
 def _check_root(root: FunctionRef, context: Context) -> Iterator[StalePrefixReset]:
     facts = context.facts
-    events: list[tuple[Reached, ResetEvent]] = [
-        (reached, event)
-        for reached in context.project.reachable(root)
-        if reached.ref.file.engine != "other"
-        for event in reached.ref.function.resets
-    ]
+    reached_all = list(context.project.reachable(root))
+    path_evidence = next(
+        (
+            f"the weight-update path reaches a vLLM module ({reached.ref.file.path.rsplit('/', 1)[-1]})"
+            for reached in reached_all
+            if reached.ref.file.engine == "vllm"
+        ),
+        "",
+    )
+    events: list[tuple[Reached, ResetEvent, str]] = []
+    clients: set[tuple[str, str]] = set()  # methods of HTTP clients whose call sites stand for their posts
+    for reached in reached_all:
+        if reached.ref.file.engine == "other":
+            continue
+        for event in reached.ref.function.resets:
+            note = vllm_note(context, reached.ref.file, reached.ref.function, event, path_evidence)
+            if note is None:
+                note = _client_note(context, reached, event, clients)
+            if note is not None:
+                events.append((reached, event, note))
     prefix = [
-        (reached, event)
-        for reached, event in events
-        if event.method == "reset_prefix_cache" and is_engine_level(facts, event)
+        (reached, event, note)
+        for reached, event, note in events
+        if event.method == "reset_prefix_cache"
+        and (is_engine_level(facts, event) or note.startswith(CLIENT_NOTE))
+        and not any(step.key in clients for step in reached.path)
     ]
     if not prefix:
         return
-    pauses = [event for _, event in events if clears_caches(event)]
+    pauses = [event for _, event, _ in events if clears_caches(event)]
     clears_from = context.facts.first_release("pause_generation", EngineClass.ASYNC_LLM)
     assert clears_from is not None
 
@@ -106,12 +137,28 @@ def _check_root(root: FunctionRef, context: Context) -> Iterator[StalePrefixRese
             missing.append(cache)
     if not missing:
         return
-    for reached, event in prefix:
-        yield StalePrefixReset(reached, event, tuple(missing))
+    for reached, event, note in prefix:
+        yield StalePrefixReset(reached, event, tuple(missing), note)
 
 
-def _resets(events: list[tuple[Reached, ResetEvent]], method: str, context: Context) -> bool:
-    return any(event.method == method and is_engine_level(context.facts, event) for _, event in events)
+CLIENT_NOTE = "receiver: an HTTP client of vLLM's server"
+
+
+def _client_note(context: Context, reached: Reached, event: ResetEvent, clients: set[tuple[str, str]]) -> str | None:
+    """A reset called on a project HTTP client whose method posts to vLLM's route: the call site stands
+    for the post (where the refit is), and the client's method is not reported again."""
+    found = receiver_of(context, reached.ref.file, reached.ref.function, event)
+    target = found.project_class
+    if found.kind is not Kind.PROJECT or found.by_name or target is None:
+        return None
+    if provenance.behaviour(context.project, target.cls.name, event.method) is not provenance.Behaviour.POSTS:
+        return None
+    clients.update(ref.key for ref in provenance.methods(context.project, target.cls.name, event.method))
+    return f"{CLIENT_NOTE}: {found.why}, whose `{event.method}` posts to `{route(event.method)}`"
+
+
+def _resets(events: list[tuple[Reached, ResetEvent, str]], method: str, context: Context) -> bool:
+    return any(event.method == method and is_engine_level(context.facts, event) for _, event, _ in events)
 
 
 def _message(stale: StalePrefixReset) -> str:
@@ -123,20 +170,70 @@ def _message(stale: StalePrefixReset) -> str:
     )
 
 
-def _help(stale: StalePrefixReset) -> str:
-    methods = {"multimodal": "reset_mm_cache", "encoder": "reset_encoder_cache"}
-    calls = " and ".join(f"`{style_call(stale.event, methods[cache])}`" for cache in stale.missing)
+METHODS = {"multimodal": "reset_mm_cache", "encoder": "reset_encoder_cache"}
+
+
+def _help(stale: StalePrefixReset, context: Context) -> str:
+    methods = [METHODS[cache] for cache in stale.missing]
+    event = stale.event
+    if event.via == "http":
+        return _http_help(stale, methods, context)
+    if stale.note.startswith(CLIENT_NOTE):
+        return _client_help(stale, methods, context)
+    if event.via in ("direct", "alias"):
+        return f"Reset them at engine level right after the prefix reset: {engine_reset_help(event, methods, context)}"
+    calls = " and ".join(f"`{style_call(event, method)}`" for method in methods)
     return f"Reset them at engine level right after the prefix reset: {calls}"
+
+
+def _http_help(stale: StalePrefixReset, methods: list[str], context: Context) -> str:
+    """What to add when the prefix reset is a post to vLLM's server: the routes vLLM offers for the other
+    resets, and client methods that post to them."""
+    routes = []
+    for method in methods:
+        since = route_since(context.facts, method)
+        newer = f", vLLM {since}+" if since is not None and context.supported.includes_before(since) else ""
+        routes.append(f"`{route(method)}`{newer}")
+    text = (
+        f"Post to {' and '.join(routes)} right after `/reset_prefix_cache` (vLLM's API server has them in "
+        "development mode, like it; a server of the project's own needs them added)"
+    )
+    cls = stale.reached.ref.function.cls
+    if cls:
+        names = " and ".join(f"`{method}()`" for method in methods)
+        text += f": add {names} to `{cls}` posting to them, and call them after the prefix reset"
+    return text
+
+
+def _client_help(stale: StalePrefixReset, methods: list[str], context: Context) -> str:
+    """The client's own methods for the other resets, when it has them; else what to add to it."""
+    event = stale.event
+    found = receiver_of(context, stale.reached.ref.file, stale.reached.ref.function, event)
+    assert found.project_class is not None
+    cls = found.project_class.cls.name
+    lacking = [method for method in methods if not provenance.defines(context.project, cls, method)]
+    if not lacking:
+        calls = " and ".join(f"`{style_call(event, method)}`" for method in methods)
+        return f"Reset them through the client right after the prefix reset: {calls}"
+    routes = " and ".join(f"`{route(method)}`" for method in lacking)
+    names = " and ".join(f"`{method}()`" for method in lacking)
+    return (
+        f"`{cls}` has no {names}: add them, posting to {routes} (vLLM's API server has them in development "
+        "mode, like `/reset_prefix_cache`; a server of the project's own needs them added), and call them "
+        f"right after `{event.receiver}.reset_prefix_cache()`"
+    )
 
 
 def _fix(file: FileSummary, stale: StalePrefixReset, context: Context) -> Fix:
     event = stale.event
+    help_text = _help(stale, context)
+    if stale.note.startswith(CLIENT_NOTE):
+        return Fix(help_text, Applicability.DISPLAY)
     if event.via not in ("direct", "alias") or not insertable_after(event.anchor):
-        return Fix(_help(stale), Applicability.DISPLAY)
+        return Fix(help_text, Applicability.DISPLAY)
     if awaits(event) and not event.awaited:
-        return Fix(f"{_help(stale)}, once the stored coroutine has been awaited", Applicability.DISPLAY)
-    methods = {"multimodal": "reset_mm_cache", "encoder": "reset_encoder_cache"}
-    lines = [line for cache in stale.missing for line in engine_reset_lines(event, methods[cache], context)]
+        return Fix(f"{help_text}, once the stored coroutine has been awaited", Applicability.DISPLAY)
+    lines = [line for cache in stale.missing for line in engine_reset_lines(event, METHODS[cache], context)]
     edit = insert_after(file.path, event.anchor, lines)
     caches = " and ".join(stale.missing)
     return Fix(f"Reset the {caches} caches after the prefix cache", Applicability.UNSAFE, (edit,))

@@ -6,14 +6,33 @@ from collections.abc import Iterator
 
 from packaging.version import Version
 
-from cachelint.finding import Applicability, Finding, Fix
+from cachelint import provenance
+from cachelint.finding import Applicability, Finding, Fix, Span
 from cachelint.rules.base import Context, Rule, RuleInfo
-from cachelint.rules.events import clears_caches, engine_reset_lines, is_engine_level
+from cachelint.rules.events import (
+    clears_caches,
+    engine_reset_call,
+    engine_reset_lines,
+    is_engine_level,
+    vllm_note,
+)
 from cachelint.rules.insertions import insert_after, insertable_after
-from cachelint.summary import FileSummary, FunctionSummary, ResetEvent, Workaround
+from cachelint.summary import (
+    LIFECYCLE_METHODS,
+    PAUSE_METHODS,
+    RESET_METHODS,
+    FileSummary,
+    FunctionSummary,
+    ResetEvent,
+    Workaround,
+)
 
 DESYNC_FROM = Version("0.17.0")
 DESYNC_FIXED = Version("0.22.0")
+# Front-end (P0) processor-cache clears: the renderer's (and its predecessors') `clear_mm_cache`.
+FRONT_END_CLEARS = frozenset({"clear_mm_cache", "clear_mm_cache_async"})
+# Calls on the engine that cannot have generated anything (no cache entry can come from them).
+QUIET_CALLS = RESET_METHODS | PAUSE_METHODS | LIFECYCLE_METHODS | FRONT_END_CLEARS | {"abort", "collective_rpc"}
 
 
 class MmProcessorCacheDesync(Rule):
@@ -35,19 +54,24 @@ class MmProcessorCacheDesync(Rule):
             return
         for function in file.functions:
             for event in function.resets:
+                if not clears_caches(event) or _dropped_coroutine(event):
+                    continue
+                note = vllm_note(context, file, function, event)
                 if (
-                    clears_caches(event)
-                    and _may_be_vllm_running(file, function, event)
-                    and not _reset_after(function, event, context)
+                    note is None
+                    or _fresh_engine(file, function, event, context)
+                    or _kept_in_step(function, event, context)
                 ):
-                    yield self.finding(
-                        file,
-                        event.span,
-                        _message(event, context),
-                        _HELP,
-                        fix=_fix(file, event, context),
-                        function=function.qualname,
-                    )
+                    continue
+                yield self.finding(
+                    file,
+                    event.span,
+                    _message(event, context),
+                    _help(event, context),
+                    fix=_fix(file, event, context),
+                    function=function.qualname,
+                    notes=(note,) if note else (),
+                )
 
     def _dropped_workarounds(
         self, file: FileSummary, context: Context, workarounds: list[tuple[FileSummary, Workaround]]
@@ -77,26 +101,66 @@ def _workarounds(context: Context) -> list[tuple[FileSummary, Workaround]]:
     return [(file, workaround) for file in context.project.files.values() for workaround in file.workarounds]
 
 
-def _may_be_vllm_running(file: FileSummary, function: FunctionSummary, event: ResetEvent) -> bool:
-    """False for a call on an unknown receiver that cannot be vLLM's pause or sleep taking effect: a
-    `pause_generation()` whose coroutine is dropped (before 0.22 only AsyncLLM and EngineClient have it,
-    as a coroutine, so a plain call statement is some other object's method, or pauses nothing), and
-    `self.name()` in a class that defines `name` itself (the project's own method, checked where it is)."""
-    if event.receiver_class:
-        return True
-    if event.method == "pause_generation" and event.result_ignored and not (event.awaited or event.consumed):
+def _dropped_coroutine(event: ResetEvent) -> bool:
+    """A `pause_generation()` on an unknown receiver whose coroutine is dropped: before 0.22 only AsyncLLM
+    and EngineClient have it, as a coroutine, so a plain call statement is some other object's method,
+    or pauses nothing."""
+    return (
+        not event.receiver_class
+        and event.method == "pause_generation"
+        and event.result_ignored
+        and not (event.awaited or event.consumed)
+    )
+
+
+def _fresh_engine(file: FileSummary, function: FunctionSummary, event: ResetEvent, context: Context) -> bool:
+    """A sleep or pause of an engine built earlier in the same function, with no call on it in between:
+    nothing has been generated yet, so nothing is cached."""
+    origin, _ = provenance.find_origin(context.project, file, function, event.chain)
+    _, built = provenance.origin_class_name(origin)
+    if not origin.startswith("call:") or built not in provenance.CONSTRUCTORS:
         return False
-    if event.receiver in ("self", "cls"):
-        cls = function.qualname.split(".", 1)[0]
-        return file.class_named(cls) is None or file.function(f"{cls}.{event.method}") is None
-    return True
+    constructors = [
+        call
+        for call in function.calls
+        if call.span < event.span
+        and (
+            (call.name == built and not call.chain)
+            or (call.name.startswith("from_") and call.chain[-1:] == [built])
+            or (call.name == built and call.chain[-1:] == ["vllm"])
+        )
+    ]
+    if not constructors:
+        return False
+    built_at = max(call.span for call in constructors)
+    return not _engine_used_between(function, event, built_at, event.span)
 
 
-def _reset_after(function: FunctionSummary, pause: ResetEvent, context: Context) -> bool:
-    """A front-end `reset_mm_cache()` later in the same function."""
-    return any(
-        event.method == "reset_mm_cache" and event.span > pause.span and is_engine_level(context.facts, event)
+def _kept_in_step(function: FunctionSummary, pause: ResetEvent, context: Context) -> bool:
+    """The processor caches are cleared on both sides next to the pause: an engine-level `reset_mm_cache()`
+    (or a front-end `clear_mm_cache()`) after it, or right before it with nothing generated in between."""
+    clears = [
+        event.span
         for event in function.resets
+        if event.method == "reset_mm_cache" and is_engine_level(context.facts, event)
+    ]
+    clears += [call.span for call in function.calls if call.name in FRONT_END_CLEARS]
+    if any(span > pause.span for span in clears):
+        return True
+    before = [span for span in clears if span < pause.span]
+    return bool(before) and not _engine_used_between(function, pause, max(before), pause.span)
+
+
+def _engine_used_between(function: FunctionSummary, event: ResetEvent, start: Span, end: Span) -> bool:
+    """Whether something may have generated between the two points: a call on the event's receiver that
+    may generate (anything but a reset, a pause, a sleep, a wake-up or an abort), or an awaited call
+    (other requests run while it waits)."""
+    return any(
+        (call.span.line, call.span.col) > (start.end_line, start.end_col)
+        and call.span < end
+        and call.name not in QUIET_CALLS
+        and (call.receiver == event.receiver or call.awaited)
+        for call in function.calls
     )
 
 
@@ -110,15 +174,20 @@ def _message(event: ResetEvent, context: Context) -> str:
     )
 
 
-_HELP = (
-    'Disable the processor cache for vLLM < 0.22 (`engine_kwargs.setdefault("mm_processor_cache_gb", 0)`) '
-    "or call `await engine.reset_mm_cache()` right after the pause"
-)
+WORKAROUND = 'disable the processor cache for vLLM < 0.22 (`engine_kwargs.setdefault("mm_processor_cache_gb", 0)`)'
+
+
+def _help(event: ResetEvent, context: Context) -> str:
+    if event.via not in ("direct", "alias"):
+        return f"{WORKAROUND[0].upper()}{WORKAROUND[1:]}, or reset the multimodal cache right after the pause"
+    _, call, needs_guard = engine_reset_call(event, "reset_mm_cache", context)
+    guard = " (behind `hasattr`: some supported release lacks it)" if needs_guard else ""
+    return f"{WORKAROUND[0].upper()}{WORKAROUND[1:]}, or call `{call}` right after the pause{guard}"
 
 
 def _fix(file: FileSummary, event: ResetEvent, context: Context) -> Fix:
     if event.via not in ("direct", "alias") or not insertable_after(event.anchor):
-        return Fix(_HELP, Applicability.DISPLAY)
+        return Fix(_help(event, context), Applicability.DISPLAY)
     lines = engine_reset_lines(event, "reset_mm_cache", context)
     edit = insert_after(file.path, event.anchor, lines)
     return Fix(f"Call `{lines[-1].strip()}` right after the pause", Applicability.UNSAFE, (edit,))

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from packaging.version import Version
 
+from cachelint import provenance
 from cachelint.facts import EngineClass, Facts, Scope
+from cachelint.provenance import Kind, Receiver
 from cachelint.rules import insertions
 from cachelint.rules.base import Context
-from cachelint.summary import Gate, ResetEvent
+from cachelint.summary import FileSummary, FunctionSummary, Gate, ResetEvent
 
 # What does not happen, per engine method, when its call never runs.
 LOST_EFFECT = {
@@ -97,14 +99,14 @@ def awaits(event: ResetEvent) -> bool:
     return event.awaited or (event.in_async and assumed_class(event) is EngineClass.ASYNC_LLM)
 
 
-def engine_reset_lines(event: ResetEvent, method: str, context: Context) -> list[str]:
-    """The engine-level `method` on the event's receiver, in its style, as lines to insert after it.
+def engine_reset_call(event: ResetEvent, method: str, context: Context) -> tuple[str, str, bool]:
+    """The engine-level `method` on the event's receiver, in its style: (receiver, call, whether it needs
+    a `hasattr` guard: some supported release on which the event's own call runs lacks it).
 
-    A sync `vllm.LLM` goes through `llm.llm_engine` where it lacks the method; the call is guarded with
-    `hasattr` when some supported release on which the event's own call exists lacks `method`."""
+    A sync `vllm.LLM` goes through `llm.llm_engine` where it lacks the method."""
     facts = context.facts
     cls = assumed_class(event)
-    receiver = event.receiver
+    receiver = event.receiver or "engine"
     llm_since = facts.first_release(method, EngineClass.LLM)
     if cls is EngineClass.LLM and (llm_since is None or context.supported.includes_before(llm_since)):
         receiver, cls = f"{receiver}.llm_engine", EngineClass.LLM_ENGINE
@@ -112,10 +114,25 @@ def engine_reset_lines(event: ResetEvent, method: str, context: Context) -> list
     runs_from = facts.first_release(event.method, assumed_class(event))
     releases = [r for r in context.supported.releases if runs_from is None or r >= runs_from]
     first = facts.first_release(method, cls)
+    return receiver, call, first is None or any(release < first for release in releases)
+
+
+def engine_reset_lines(event: ResetEvent, method: str, context: Context) -> list[str]:
+    """`engine_reset_call` as lines to insert after the event, behind `hasattr` when needed."""
+    receiver, call, needs_guard = engine_reset_call(event, method, context)
     assert event.anchor is not None
-    if first is None or any(release < first for release in releases):
-        return insertions.guarded(receiver, method, call, event.anchor)
-    return [call]
+    return insertions.guarded(receiver, method, call, event.anchor) if needs_guard else [call]
+
+
+def engine_reset_help(event: ResetEvent, methods: list[str], context: Context) -> str:
+    """The calls `engine_reset_lines` inserts, as help text: the same calls, with the same guard."""
+    calls = [engine_reset_call(event, method, context) for method in methods]
+    text = " and ".join(f"`{call}`" for _, call, _ in calls)
+    guarded = [(receiver, method) for (receiver, _, guard), method in zip(calls, methods, strict=True) if guard]
+    if guarded:
+        tests = ", ".join(f'`hasattr({receiver}, "{method}")`' for receiver, method in guarded)
+        text += f" (behind {tests}: some supported release lacks it)"
+    return text
 
 
 _COMPARE = {
@@ -143,3 +160,39 @@ def describe_releases(releases: list[Version]) -> str:
     if not releases:
         return "no release"
     return str(releases[0]) if len(releases) == 1 else f"{releases[0]}-{releases[-1]}"
+
+
+def receiver_of(context: Context, file: FileSummary, function: FunctionSummary, event: ResetEvent) -> Receiver:
+    return provenance.receiver(context.project, file, function, event)
+
+
+def vllm_note(
+    context: Context, file: FileSummary, function: FunctionSummary, event: ResetEvent, path_evidence: str = ""
+) -> str | None:
+    """Why the event is taken for a call on vLLM, as a note for the finding; None when it is not one:
+    its receiver is a project object (its method is judged where it calls vLLM) or another engine's,
+    or nothing says vLLM is the engine (`path_evidence`: what the caller knows, e.g. a refit path that
+    reaches a vLLM module)."""
+    if event.via == "http":
+        return f"`{route(event.method)}` is a route of vLLM's API server"
+    if event.via in ("rpc", "dispatch"):
+        return ""
+    found = receiver_of(context, file, function, event)
+    if found.kind is Kind.VLLM:
+        return f"receiver: {found.why}"
+    if found.kind is not Kind.UNKNOWN:
+        return None
+    evidence = provenance.vllm_evidence(context.project, file, function) or path_evidence
+    if not evidence:
+        return None
+    return f"receiver: `{event.receiver or 'self'}` is not known to be vLLM's, but {evidence}"
+
+
+def route(method: str) -> str:
+    """vLLM's API server route for an engine method."""
+    return "/pause" if method == "pause_generation" else f"/{method}"
+
+
+def route_since(facts: Facts, method: str) -> Version | None:
+    fact = facts.get(f"POST {route(method)}", "OpenAI API server route")
+    return fact.first_release if fact is not None else None

@@ -1,0 +1,267 @@
+"""Invariants every fix must keep, checked for every finding a rule reports (engine.run_rules).
+
+For each call a fix inserts (`receiver.method(...)`, read back from the edit with `ast`):
+- on a vLLM class, the method exists on every supported release, or a `hasattr(receiver, "method")`
+  in the inserted code guards it;
+- on a project class, the class (or a project base) defines the method;
+- never on another engine's object;
+- `await` only in an `async def`, and a coroutine method of vLLM's async engine awaited there;
+- no reset the function already performs on the same receiver with nothing in between;
+- where the help names a call of the same method, it names the same receiver.
+A fix that breaks one is kept as a display-only suggestion, and its help says what is missing.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import re
+from dataclasses import dataclass
+
+from packaging.version import Version
+
+from cachelint import provenance
+from cachelint.facts import EngineClass
+from cachelint.finding import Applicability, Edit, Finding, Fix
+from cachelint.provenance import Kind
+from cachelint.rules.base import Context
+from cachelint.summary import CallSite, FileSummary, FunctionSummary, ResetEvent
+from cachelint.version_tests import dotted_name, string_value
+
+CHECKED_METHODS = frozenset(
+    {"reset_prefix_cache", "reset_mm_cache", "reset_encoder_cache", "pause_generation", "sleep", "wake_up"}
+)
+_HELP_CALL = re.compile(r"`(?:await )?([\w.()]+)\.(\w+)\(")
+
+
+@dataclass(frozen=True)
+class InsertedCall:
+    receiver: str
+    method: str
+    awaited: bool
+    guarded: bool  # inside `if hasattr(receiver, "method"):` in the inserted code
+
+
+def inserted_calls(content: str) -> list[InsertedCall]:
+    """The method calls in an edit's text (statements, or one expression), with their guards."""
+    tree = _parse(content)
+    if tree is None:
+        return []
+    guards: dict[int, set[tuple[str, str]]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If):
+            tested = _hasattr_tests(node.test)
+            for inner in node.body:
+                for child in ast.walk(inner):
+                    guards.setdefault(id(child), set()).update(tested)
+    awaited = {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Await)}
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            receiver = dotted_name(node.func.value)
+            if receiver is None or node.func.attr not in CHECKED_METHODS:
+                continue
+            method = node.func.attr
+            guarded = (receiver, method) in guards.get(id(node), set())
+            found.append(InsertedCall(receiver, method, id(node) in awaited, guarded))
+    return found
+
+
+def _parse(content: str) -> ast.Module | None:
+    text = content.strip("\n")
+    lines = text.splitlines()
+    indent = min((len(line) - len(line.lstrip()) for line in lines if line.strip()), default=0)
+    text = "\n".join(line[indent:] for line in lines)
+    wrapped = f"async def _():\n{''.join(f'    {line}' + chr(10) for line in text.splitlines())}"
+    try:
+        return ast.parse(wrapped)
+    except SyntaxError:
+        return None
+
+
+def _hasattr_tests(test: ast.expr) -> set[tuple[str, str]]:
+    tests = set()
+    for node in ast.walk(test):
+        if isinstance(node, ast.Call) and dotted_name(node.func) == "hasattr" and len(node.args) == 2:
+            receiver, name = dotted_name(node.args[0]), string_value(node.args[1])
+            if receiver and name:
+                tests.add((receiver, name))
+    return tests
+
+
+def violations(finding: Finding, context: Context) -> list[str]:
+    """What the finding's fix breaks, as phrases for its help; empty when it keeps every invariant."""
+    fix = finding.fix
+    if fix is None or fix.applicability is Applicability.DISPLAY:
+        return []
+    problems: list[str] = []
+    for edit in fix.edits:
+        file = context.project.files.get(edit.path)
+        function = _enclosing_function(file, edit.span.line) if file is not None else None
+        if file is None or function is None:
+            continue
+        releases = _running_releases(edit, function, context)
+        replaced = (
+            _replaced_or_anchor(edit, function)
+            if edit.span.line != edit.span.end_line or edit.span.col != edit.span.end_col
+            else []
+        )
+        for call in inserted_calls(edit.content):
+            if any(event.consumed and event.span == edit.span for event in replaced):
+                call = dataclasses.replace(call, awaited=True)  # the replaced call was awaited or gathered
+            problems.extend(_call_problems(call, edit, file, function, releases, context))
+    problems.extend(_help_problems(finding, fix))
+    return list(dict.fromkeys(problems))
+
+
+def _replaced_or_anchor(edit: Edit, function: FunctionSummary) -> list[ResetEvent]:
+    """The events an edit replaces, or after whose statement it inserts."""
+    inserting = edit.span.line == edit.span.end_line and edit.span.col == edit.span.end_col
+    if inserting:
+        return [event for event in function.resets if event.statement_span.end_line == edit.span.line]
+    return [
+        event
+        for event in (*function.resets, *function.lifecycle)
+        if event.span.line <= edit.span.end_line and edit.span.line <= event.span.end_line
+    ]
+
+
+def _running_releases(edit: Edit, function: FunctionSummary, context: Context) -> list[Version]:
+    """The supported releases on which the code at the edit runs: those that have the call it replaces
+    or follows (and pass its version gates); all of them when that is not known."""
+    from cachelint.rules.events import assumed_class, gates_allow
+
+    releases = list(context.supported.releases)
+    for event in _replaced_or_anchor(edit, function):
+        fact = (
+            context.facts.worker_rpc(event.method)
+            if event.via == "rpc"
+            else context.facts.get(event.method, assumed_class(event))
+        )
+        releases = [
+            release
+            for release in releases
+            if (fact is None or fact.exists_in(release)) and gates_allow(event.gates, release)
+        ]
+    return releases
+
+
+def _enclosing_function(file: FileSummary, line: int) -> FunctionSummary | None:
+    """The innermost function whose body holds `line` (the module when none does)."""
+    best = None
+    for function in file.functions:
+        inside = function.qualname != "<module>" and function.span.line <= line <= function.end_line
+        if inside and (best is None or function.span.line >= best.span.line):
+            best = function
+    return best or file.function("<module>")
+
+
+def _known_item(function: FunctionSummary, receiver: str) -> ResetEvent | CallSite | None:
+    """An item of the function on the same receiver text: its chain and class tell what it is."""
+    items: list[ResetEvent | CallSite] = [*function.resets, *function.lifecycle, *function.calls]
+    return next((item for item in items if item.receiver == receiver), None)
+
+
+def _call_problems(
+    call: InsertedCall,
+    edit: Edit,
+    file: FileSummary,
+    function: FunctionSummary,
+    releases: list[Version],
+    context: Context,
+) -> list[str]:
+    problems = []
+    if call.awaited and not function.is_async:
+        problems.append(f"`await {call.receiver}.{call.method}()` in `{function.name}`, which is not async")
+    chain = call.receiver.split(".")
+    reached = provenance.chain_class(chain)
+    item = _known_item(function, call.receiver)
+    if reached is not None:
+        found = provenance.Receiver(Kind.VLLM, "", reached)
+    elif item is not None:
+        found = provenance.receiver(context.project, file, function, item)
+    else:
+        found = provenance.Receiver(Kind.UNKNOWN, "")
+    if found.kind is Kind.OTHER_ENGINE:
+        problems.append(f"`{call.receiver}` is not vLLM's: {found.why}")
+    elif found.kind is Kind.PROJECT and found.project_class is not None and not found.by_name:
+        cls = found.project_class.cls.name
+        if not provenance.defines(context.project, cls, call.method):
+            problems.append(f"`{cls}` has no `{call.method}`: add it to `{cls}` first")
+    else:
+        cls = found.engine_class or (EngineClass.ASYNC_LLM if call.awaited else EngineClass.LLM_ENGINE)
+        problems.extend(_vllm_problems(call, cls, function, releases, context))
+    if _repeats(call, edit, function):
+        problems.append(f"`{function.name}` already calls `{call.receiver}.{call.method}()` right before this point")
+    return problems
+
+
+def _vllm_problems(
+    call: InsertedCall, cls: EngineClass, function: FunctionSummary, releases: list[Version], context: Context
+) -> list[str]:
+    fact = context.facts.get(call.method, cls)
+    if fact is None:
+        return [f"vLLM's {cls.short} has no `{call.method}`"]
+    problems = []
+    lacking = [release for release in releases if not fact.exists_in(release)]
+    if lacking and not call.guarded:
+        problems.append(
+            f"{cls.short}.{call.method} exists only from vLLM {fact.first_release}: guard it with "
+            f'`if hasattr({call.receiver}, "{call.method}"):`'
+        )
+    if fact.is_async and function.is_async and not call.awaited:
+        problems.append(f"`{call.receiver}.{call.method}()` is a coroutine: await it")
+    if not fact.is_async and call.awaited:
+        problems.append(f"{cls.short}.{call.method} is not a coroutine: do not await it")
+    return problems
+
+
+def _repeats(call: InsertedCall, edit: Edit, function: FunctionSummary) -> bool:
+    """An inserted reset that the same reset on the same receiver ends right before: nothing awaited and
+    nothing else called on the receiver in between."""
+    if (edit.span.line, edit.span.col) != (edit.span.end_line, edit.span.end_col):
+        return False
+    at = (edit.span.line, edit.span.col)
+    earlier = [
+        event.statement_span
+        for event in function.resets
+        if event.method == call.method and event.receiver == call.receiver and (event.span.end_line, 0) < at
+    ]
+    if not earlier:
+        return False
+    start = max(earlier)
+    return not any(
+        (start.end_line, start.end_col) < (item.span.line, item.span.col) < at
+        and item.name != call.method
+        and (item.awaited or item.receiver == call.receiver)
+        for item in function.calls
+    )
+
+
+def _help_problems(finding: Finding, fix: Fix) -> list[str]:
+    """A help that names calls of a method the fix inserts, none of them on a receiver the fix uses,
+    contradicts the fix."""
+    inserted: dict[str, set[str]] = {}
+    for edit in fix.edits:
+        for call in inserted_calls(edit.content):
+            inserted.setdefault(call.method, set()).add(call.receiver)
+    named: dict[str, set[str]] = {}
+    for receiver, method in _HELP_CALL.findall(finding.help):
+        named.setdefault(method, set()).add(receiver)
+    problems = []
+    for method, receivers in named.items():
+        if method in inserted and not receivers & inserted[method]:
+            theirs = ", ".join(f"`{receiver}.{method}()`" for receiver in sorted(receivers))
+            ours = ", ".join(f"`{receiver}.{method}()`" for receiver in sorted(inserted[method]))
+            problems.append(f"the help names {theirs} but the fix calls {ours}")
+    return problems
+
+
+def vetted(finding: Finding, context: Context) -> Finding:
+    """The finding, with its fix downgraded to a display-only suggestion when it breaks an invariant."""
+    problems = violations(finding, context)
+    if not problems or finding.fix is None:
+        return finding
+    reason = "; ".join(problems)
+    fix = Fix(f"{finding.fix.message} (not applied: {reason})", Applicability.DISPLAY)
+    return dataclasses.replace(finding, fix=fix, help=f"{finding.help} ({reason})")

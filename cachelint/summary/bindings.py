@@ -1,0 +1,214 @@
+"""Bindings: imports, and how names and `self.` attributes were bound (receiver origins and aliases).
+
+Receivers are recorded as chains of names (`self.server_handle` -> ["self", "server_handle"]),
+following local aliases and `getattr(obj, "name", default)`. How each name was bound is kept as an
+origin string (cachelint.provenance reads them); when the walk ends, every recorded call's receiver
+gets the vLLM class the module alone tells (`receiver_class`).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from cachelint import provenance
+from cachelint.summary.model import PAUSE_METHODS, RESET_METHODS, ClassSummary, FunctionSummary
+from cachelint.summary.nodes import getattr_target
+from cachelint.summary.walker import Walker
+from cachelint.version_tests import dotted_name
+
+_IDENTIFIER = re.compile(r"[A-Za-z_][\w.]*")
+
+
+def annotation_name(node: ast.expr) -> str:
+    """The class an annotation names: a vLLM one if any (`AsyncLLM | None`, `"EngineClient"`), else the
+    first class-like name that is not a typing wrapper; "" when none."""
+    names: list[str] = []
+    for child in ast.walk(node):
+        if isinstance(child, (ast.Name, ast.Attribute)):
+            dotted = dotted_name(child)
+            if dotted:
+                names.append(dotted)
+        elif isinstance(child, ast.Constant) and isinstance(child.value, str):
+            names.extend(_IDENTIFIER.findall(child.value))
+    candidates = [name for name in names if name.rsplit(".", 1)[-1] not in provenance.TYPING_NAMES]
+    for name in candidates:
+        if name.rsplit(".", 1)[-1] in provenance.ANNOTATIONS:
+            return name
+    return next((name for name in candidates if name.rsplit(".", 1)[-1][:1].isupper()), "")
+
+
+class Bindings(Walker):
+    """Imports, assignments and receivers."""
+
+    # -- receivers -----------------------------------------------------------------------------------
+
+    def chain(self, node: ast.expr) -> list[str]:
+        """The receiver as a list of names, following aliases and getattr with a literal name."""
+        if isinstance(node, ast.Name):
+            alias = self.frame.aliases.get(node.id)
+            return list(alias) if alias is not None else [node.id]
+        if isinstance(node, ast.Attribute):
+            return [*self.chain(node.value), node.attr]
+        target = getattr_target(node)
+        if target is not None:
+            return [*self.chain(target[0]), target[1]]
+        if isinstance(node, ast.Call):
+            return [*self.chain(node.func), "()"]
+        if isinstance(node, ast.Subscript):
+            return [*self.chain(node.value), "[]"]
+        return ["?"]
+
+    def receiver_text(self, node: ast.expr) -> str:
+        dotted = dotted_name(node)
+        return dotted if dotted is not None else self.source.segment(node)
+
+    def finish(self) -> None:
+        """Resolve the origins through the module's imports, classify every recorded receiver, and keep
+        the local bindings that name a receiver (provenance reads no other)."""
+        imports = self.summary.imports
+        for function in self.summary.functions:
+            for name, origin in function.bindings.items():
+                function.bindings[name] = provenance.resolve_origin(origin, imports)
+        for cls in self.summary.classes:
+            for name, origin in cls.attributes.items():
+                cls.attributes[name] = provenance.resolve_origin(origin, imports)
+        local_classes = frozenset(cls.name for cls in self.summary.classes)
+        receivers: dict[int, set[str]] = {}
+        for item, scopes, current in self.pending:
+            kind = provenance.local_class(item.chain, scopes, current, local_classes)
+            item.receiver_class = kind.value if kind else ""
+            if len(item.chain) == 1:
+                for scope in scopes:
+                    receivers.setdefault(id(scope), set()).add(item.chain[0])
+        for function in self.summary.functions:
+            used = receivers.get(id(function.bindings), set())
+            function.bindings = {name: origin for name, origin in function.bindings.items() if name in used}
+        if self.imports_vllm:
+            self.summary.engine = "vllm"
+        elif self.imports_other:
+            self.summary.engine = "other"
+
+    # -- imports -------------------------------------------------------------------------------------
+
+    def visit_Import(self, node: ast.Import) -> None:
+        for alias in node.names:
+            self._note_module(alias.name)
+            name = alias.asname or alias.name.split(".")[0]
+            self.summary.imports[name] = alias.name if alias.asname else alias.name.split(".")[0]
+            self.frame.reader.note_import(alias.name, name)
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        module = node.module or ""
+        if node.level:
+            base = self.summary.module.split(".")
+            base = base[: len(base) - node.level] if node.level <= len(base) else []
+            module = ".".join([*base, module] if module else base)
+        self._note_module(module)
+        for alias in node.names:
+            if alias.name == "*":
+                continue
+            local = alias.asname or alias.name
+            self.summary.imports[local] = f"{module}.{alias.name}"
+            self.frame.reader.note_import_from(module, alias.name, local)
+            if module == "vllm" and alias.name == "version":
+                self.frame.reader.vllm_modules.add(local)
+
+    def _note_module(self, module: str) -> None:
+        engine = provenance.module_engine(module)
+        if engine == "vllm":
+            self.imports_vllm = True
+        elif engine == "other":
+            self.imports_other = True
+
+    # -- classes and functions -----------------------------------------------------------------------
+
+    def bind_class_attributes(self, node: ast.ClassDef, summary: ClassSummary) -> None:
+        """What the class is (a vLLM engine or worker subclass) and its annotated attributes."""
+        last_bases = [base.rsplit(".", 1)[-1] for base in summary.bases]
+        engine = next((provenance.ENGINE_BASES[b] for b in last_bases if b in provenance.ENGINE_BASES), None)
+        summary.engine_class = engine.value if engine else ""
+        summary.worker_like = any(b in provenance.WORKER_BASES for b in last_bases) or node.name.endswith(
+            "WorkerExtension"
+        )
+        for statement in node.body:
+            if isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name):
+                origin = provenance.type_origin(annotation_name(statement.annotation))
+                if origin:
+                    summary.attributes[statement.target.id] = origin
+
+    def bind_parameters(self, node: ast.FunctionDef | ast.AsyncFunctionDef, function: FunctionSummary) -> None:
+        arguments = node.args
+        for arg in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs):
+            if arg.annotation is not None:
+                origin = provenance.type_origin(annotation_name(arg.annotation))
+                if origin:
+                    function.bindings[arg.arg] = origin
+
+    # -- assignments ---------------------------------------------------------------------------------
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        for target in node.targets:
+            self.bind(target, node.value)
+        self.visit(node.value)
+        for target in node.targets:
+            self.visit(target)
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        """A vLLM class in the annotation wins over the value; another class only when the value tells
+        nothing."""
+        origin = provenance.type_origin(annotation_name(node.annotation))
+        if origin and provenance.origin_class(origin) is not None:
+            self._bind_origin(node.target, origin)
+        else:
+            if node.value is not None:
+                self.bind(node.target, node.value)
+            if origin and (node.value is None or not self.value_origin(node.value)):
+                self._bind_origin(node.target, origin)
+        if node.value is not None:
+            self.visit(node.value)
+
+    def bind(self, target: ast.expr, value: ast.expr) -> None:
+        origin = self.value_origin(value)
+        if origin:
+            self._bind_origin(target, origin)
+        if isinstance(target, ast.Name):
+            self.frame.reader.note_assignment(target.id, value)
+            if isinstance(value, (ast.Name, ast.Attribute)) or getattr_target(value):
+                chain = self.chain(value)
+                if chain and chain[-1] in RESET_METHODS | PAUSE_METHODS and isinstance(value, ast.Attribute):
+                    receiver = self.receiver_text(value.value)
+                    self.frame.method_aliases[target.id] = (chain[:-1], chain[-1], receiver)
+                elif len(chain) > 1:
+                    self.frame.aliases[target.id] = chain
+
+    def value_origin(self, value: ast.expr) -> str:
+        """How `value` was made, when that can tell what it is: a class (or its `from_*`) called, or a
+        name or chain whose own origin is known."""
+        if isinstance(value, ast.Await):
+            return self.value_origin(value.value)
+        if isinstance(value, ast.Call):
+            dotted = dotted_name(value.func)
+            return provenance.call_origin(dotted) if dotted else ""
+        if not isinstance(value, (ast.Name, ast.Attribute)):
+            return ""
+        chain = self.chain(value)
+        if len(chain) == 1:
+            for frame in reversed(self.frames):
+                if chain[0] in frame.function.bindings:
+                    return frame.function.bindings[chain[0]]
+            return ""
+        if len(chain) == 2 and chain[0] == "self" and self.classes:
+            return self.classes[-1].attributes.get(chain[1], "")
+        return provenance.chain_origin(chain)
+
+    def _bind_origin(self, target: ast.expr, origin: str) -> None:
+        if isinstance(target, ast.Name):
+            self.frame.function.bindings[target.id] = origin
+        elif (
+            isinstance(target, ast.Attribute)
+            and isinstance(target.value, ast.Name)
+            and target.value.id == "self"
+            and self.classes
+        ):
+            self.classes[-1].attributes[target.attr] = origin

@@ -1,0 +1,214 @@
+"""Calls: every call of a function (for the project call graph) and the cache-reset events among them
+(resets, pauses, sleeps, worker-side clears, HTTP routes), with whether each is awaited or consumed.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from cachelint.summary.compat import Compat, engine_argument_names, is_processor_cache_setdefault
+from cachelint.summary.model import LIFECYCLE_METHODS, PAUSE_METHODS, RESET_METHODS, CallSite, ResetEvent
+from cachelint.summary.nodes import DISPATCH_HELPERS, RPC_METHODS, last_name, rpc_name, string_parts, unawaited
+from cachelint.version_tests import dotted_name, string_value
+
+AWAITING_WRAPPERS = frozenset(
+    {"gather", "create_task", "ensure_future", "wait_for", "wait", "run", "shield", "get", "as_completed"}
+)
+HTTP_ROUTE = re.compile(r"/(reset_prefix_cache|reset_mm_cache|reset_encoder_cache|pause)(?:\b|$)")
+
+
+class Calls(Compat):
+    """Calls and cache-reset events."""
+
+    # -- awaiting ------------------------------------------------------------------------------------
+
+    def visit_Await(self, node: ast.Await) -> None:
+        self.awaited.add(id(node.value))
+        if isinstance(node.value, ast.Name):
+            for event in self.frame.stored_calls.pop(node.value.id, []):
+                event.consumed = True
+        self.generic_visit(node)
+
+    # -- calls ---------------------------------------------------------------------------------------
+
+    def visit_Call(self, node: ast.Call) -> None:
+        self._record_call(node)
+        self.generic_visit(node)
+
+    def _record_call(self, node: ast.Call) -> None:
+        func = node.func
+        name = last_name(func)
+        if name in AWAITING_WRAPPERS or name == "to_thread":
+            for arg in node.args:
+                self._mark_consumed(arg)
+        if name == "super":
+            return
+        self.note_keywords(node)
+        if is_processor_cache_setdefault(name, node):
+            self.workaround("setdefault")
+        if name == "setdefault" and len(node.args) >= 2 and string_value(node.args[0]) in engine_argument_names():
+            key = string_value(node.args[0])
+            assert key is not None
+            self.argument_use(key, "setdefault", "setdefault", node.args[0], node.args[1], [])
+        if isinstance(func, ast.Name) and func.id in ("hasattr", "getattr"):
+            self.note_probe(node, func.id)
+        if name in ("to_thread", "run_in_executor"):
+            self._note_callable_argument(node)
+        self._note_super_call(node)
+        self._note_http_route(node)
+
+        if isinstance(func, ast.Attribute):
+            if func.attr == "remote" and isinstance(func.value, ast.Attribute):
+                self._call(node, func.value.attr, func.value.value, "remote", record_reset=False)
+            elif func.attr in RPC_METHODS:
+                method = rpc_name(node)
+                if method:
+                    self._call(node, method, func.value, "rpc")
+            else:
+                self._call(node, func.attr, func.value, "direct")
+        elif isinstance(func, ast.Name):
+            alias = self.frame.method_aliases.get(func.id)
+            if alias is not None:
+                chain, method, receiver_text = alias
+                self._reset(node, method, receiver_text, chain, "alias")
+            elif func.id in DISPATCH_HELPERS:
+                method = rpc_name(node)
+                if method:
+                    self._call(node, method, None, "dispatch")
+            else:
+                self._call(node, func.id, None, "direct")
+
+    def _mark_consumed(self, value: ast.expr) -> None:
+        if isinstance(value, ast.Call):
+            self.consumed.add(id(value))
+        elif isinstance(value, (ast.ListComp, ast.GeneratorExp, ast.SetComp)):
+            self._mark_consumed(value.elt)
+        elif isinstance(value, ast.Starred):
+            self._mark_consumed(value.value)
+        elif isinstance(value, (ast.List, ast.Tuple)):
+            for element in value.elts:
+                self._mark_consumed(element)
+
+    def _note_callable_argument(self, node: ast.Call) -> None:
+        for arg in node.args:
+            if isinstance(arg, (ast.Name, ast.Attribute)):
+                receiver = arg.value if isinstance(arg, ast.Attribute) else None
+                self._call(node, last_name(arg), receiver, "direct", record_reset=False)
+                return
+
+    def _note_super_call(self, node: ast.Call) -> None:
+        func = node.func
+        if (
+            isinstance(func, ast.Attribute)
+            and isinstance(func.value, ast.Call)
+            and dotted_name(func.value.func) == "super"
+        ):
+            self.frame.function.super_calls.append(func.attr)
+
+    def _note_http_route(self, node: ast.Call) -> None:
+        """A call given the URL of a cache route, as a literal or a local it was assigned to."""
+        for arg in (*node.args, *(keyword.value for keyword in node.keywords)):
+            method = self.frame.routes.get(arg.id) if isinstance(arg, ast.Name) else route_method(arg)
+            if method:
+                self._reset(node, method, "", [], "http")
+                return
+
+    def bind(self, target: ast.expr, value: ast.expr) -> None:
+        super().bind(target, value)
+        if isinstance(target, ast.Name):
+            method = route_method(value)
+            if method:
+                self.frame.routes[target.id] = method
+            else:
+                self.frame.routes.pop(target.id, None)
+
+    def _call(
+        self,
+        node: ast.Call,
+        name: str,
+        receiver: ast.expr | None,
+        via: str,
+        record_reset: bool = True,
+    ) -> None:
+        chain = self.chain(receiver) if receiver is not None else []
+        receiver_text = self.receiver_text(receiver) if receiver is not None else ""
+        call_site = CallSite(name, receiver_text, chain, via, self.source.span(node), id(node) in self.awaited)
+        if via == "rpc":
+            call_site.anchor = self.anchor(self.statements[-1] if self.statements else None)
+        self.frame.function.calls.append(call_site)
+        if chain:
+            self.note_receiver(call_site)
+        if not record_reset:
+            return
+        if name in RESET_METHODS or name in PAUSE_METHODS or name == "reload_weights":
+            self._reset(node, name, receiver_text, chain, via)
+        elif name == "clear" and chain and chain[-1] == "encoder_cache":
+            self._reset(node, "clear", receiver_text, chain, via)
+        elif name == "reset" and chain and chain[-1] == "encoder_cache_manager":
+            self._reset(node, "reset", receiver_text, chain, via)
+        elif name in LIFECYCLE_METHODS:
+            self._reset(node, name, receiver_text, chain, via)
+
+    def _reset(self, node: ast.Call, method: str, receiver: str, chain: list[str], via: str) -> None:
+        statement = self.statements[-1] if self.statements else None
+        statement_span = self.source.span(statement) if statement is not None else self.source.span(node)
+        gates, hasattr_guarded = self.current_gates(statement)
+        keywords: dict[str, str] = {}
+        star_kwargs: list[str] = []
+        for keyword in node.keywords:
+            if keyword.arg is not None:
+                keywords[keyword.arg] = self.source.segment(keyword.value)
+            else:
+                star_kwargs.append(self.source.segment(keyword.value))
+                if isinstance(keyword.value, ast.Name):
+                    gate = self.kwargs_gate(keyword.value.id)
+                    if gate is not None:
+                        gates.append(gate)
+        arguments = list(node.args)
+        if via == "rpc":
+            keywords.pop("method", None)
+            if arguments and string_value(arguments[0]) is not None:
+                arguments = arguments[1:]
+        awaited = id(node) in self.awaited
+        event = ResetEvent(
+            method=method,
+            receiver=receiver,
+            chain=chain,
+            receiver_class="",
+            via=via,
+            awaited=awaited,
+            in_async=self.frame.function.is_async,
+            span=self.source.span(node),
+            callee_span=self.source.span(node.func),
+            statement_span=statement_span,
+            indent=self.source.indent(statement_span.line),
+            anchor=self.anchor(statement),
+            keywords=keywords,
+            positional=[self.source.segment(arg) for arg in arguments if not isinstance(arg, ast.Starred)],
+            star_kwargs=star_kwargs,
+            gates=gates,
+            hasattr_guarded=hasattr_guarded,
+            consumed=awaited or id(node) in self.consumed,
+            result_ignored=isinstance(statement, ast.Expr) and unawaited(statement.value) is node,
+            keyword_spans={k.arg: self.source.span(k) for k in node.keywords if k.arg is not None},
+            compat_guards=self.compat_guards(),
+        )
+        if method in LIFECYCLE_METHODS:
+            self.frame.function.lifecycle.append(event)
+        else:
+            self.frame.function.resets.append(event)
+        self.note_receiver(event)
+        if not event.consumed and isinstance(statement, ast.Assign) and statement.value is node:
+            targets = statement.targets
+            if len(targets) == 1 and isinstance(targets[0], ast.Name):
+                self.frame.stored_calls.setdefault(targets[0].id, []).append(event)
+
+
+def route_method(node: ast.expr) -> str:
+    """The engine method whose route a URL names (`f"{base}/reset_prefix_cache"`), or ""."""
+    for text in string_parts(node):
+        match = HTTP_ROUTE.search(text)
+        if match:
+            return "pause_generation" if match.group(1) == "pause" else match.group(1)
+    return ""

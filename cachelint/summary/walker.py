@@ -1,0 +1,227 @@
+"""The walk's machinery: one pass over a file's statements, with the per-function state every part of
+the summary reads (frames, the statement and block being visited, where code can be inserted).
+
+What each node contributes is extracted by the layers built on `Walker` (bindings.py, gates.py,
+compat.py, calls.py), composed into one visitor in walk.py, so the file is still walked once.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from cachelint.finding import Span
+from cachelint.summary.model import (
+    Anchor,
+    CallSite,
+    ClassSummary,
+    FileSummary,
+    FunctionSummary,
+    Gate,
+    HasattrProbe,
+    ResetEvent,
+)
+from cachelint.summary.positions import SourcePositions
+from cachelint.version_tests import VersionTestReader
+
+SIMPLE_STATEMENTS = (
+    ast.Expr,
+    ast.Assign,
+    ast.AnnAssign,
+    ast.AugAssign,
+    ast.Return,
+    ast.Raise,
+    ast.Pass,
+    ast.Break,
+    ast.Continue,
+    ast.Import,
+    ast.ImportFrom,
+    ast.Global,
+    ast.Nonlocal,
+    ast.Delete,
+    ast.Assert,
+)
+FUNCTION_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_SIMPLE_STATEMENT_SET = frozenset(SIMPLE_STATEMENTS)
+# Nodes whose fields hold nothing but plain values and expression contexts (Load, Store, Del).
+_LEAF_NODES = (ast.Name, ast.Constant)
+# ast.NodeVisitor.visit_Constant only calls the deprecated visit_Num and the like, which we do not have.
+_COMPATIBILITY_SHIM = getattr(ast.NodeVisitor, "visit_Constant", None)
+
+Condition = tuple[ast.expr, bool, str, "ast.If | ast.IfExp"]
+# A recorded item whose receiver is classified when the walk ends: the item, the binding scopes that
+# were open around it (innermost last) and the class it is in.
+Pending = tuple["ResetEvent | CallSite | HasattrProbe", list[dict[str, str]], "ClassSummary | None"]
+
+
+def _handler(visitor: type[ast.NodeVisitor], kind: type[ast.AST]) -> Callable[[Any, Any], Any] | None:
+    """The method `visitor` runs on a node of `kind`; None when visiting one can do nothing: no
+    method of its own and nothing inside (expression contexts, operators, names, constants)."""
+    method = getattr(visitor, f"visit_{kind.__name__}", None)
+    if method is None or method is _COMPATIBILITY_SHIM:
+        if not kind._fields or issubclass(kind, _LEAF_NODES):
+            return None
+        method = visitor.generic_visit
+    return method
+
+
+@dataclass
+class Frame:
+    """Per-function state while walking."""
+
+    function: FunctionSummary
+    reader: VersionTestReader
+    aliases: dict[str, list[str]] = field(default_factory=dict)
+    method_aliases: dict[str, tuple[list[str], str, str]] = field(default_factory=dict)
+    conditions: list[Condition] = field(default_factory=list)
+    guards: list[list[Gate]] = field(default_factory=lambda: [[]])
+    kwargs_gates: dict[str, Gate] = field(default_factory=dict)
+    stored_calls: dict[str, list[ResetEvent]] = field(default_factory=dict)
+    handlers: list[str] = field(default_factory=list)  # enclosing try/except context, see compat_guards
+    routes: dict[str, str] = field(default_factory=dict)  # locals holding a URL of a cache route -> method
+
+
+class Walker(ast.NodeVisitor):
+    """Traversal, frames, classes and functions; the layers above add what they extract."""
+
+    if TYPE_CHECKING:  # provided by the layers (bindings.py, gates.py, compat.py)
+
+        def chain(self, node: ast.expr) -> list[str]: ...
+        def receiver_text(self, node: ast.expr) -> str: ...
+        def bind_parameters(self, node: ast.FunctionDef | ast.AsyncFunctionDef, function: FunctionSummary) -> None: ...
+        def bind_class_attributes(self, node: ast.ClassDef, summary: ClassSummary) -> None: ...
+        def current_gates(self, statement: ast.stmt | None) -> tuple[list[Gate], bool]: ...
+        def compat_guards(self) -> list[str]: ...
+        def note_probe_branches(self, node: ast.If | ast.IfExp, start: int) -> None: ...
+
+    def __init__(self, summary: FileSummary, source: SourcePositions, helpers: tuple[str, ...]) -> None:
+        self.summary = summary
+        self.source = source
+        module_function = FunctionSummary("<module>", "<module>", "", False, Span(1, 1, 1, 1))
+        summary.functions.append(module_function)
+        self.frames = [Frame(module_function, VersionTestReader(helpers))]
+        self.classes: list[ClassSummary] = []
+        self.awaited: set[int] = set()
+        self.consumed: set[int] = set()
+        self.statements: list[ast.stmt] = []
+        self.blocks: list[list[ast.stmt]] = []
+        self.pending: list[Pending] = []
+        self.pending_probes: list[tuple[HasattrProbe, ast.Call]] = []  # probes whose if test is being read
+        self.handlers: dict[type[ast.AST], Callable[[Any, Any], Any] | None] = {}
+        self.elifs: set[int] = set()  # `if` nodes spelled `elif`
+        self.imports_vllm = False
+        self.imports_other = False
+
+    @property
+    def frame(self) -> Frame:
+        return self.frames[-1]
+
+    def visit(self, node: ast.AST) -> Any:
+        kind = node.__class__
+        if kind in self.handlers:
+            handler = self.handlers[kind]
+        else:
+            handler = self.handlers[kind] = _handler(type(self), kind)
+        if handler is None:
+            return None
+        if kind not in _SIMPLE_STATEMENT_SET:
+            return handler(self, node)
+        assert isinstance(node, ast.stmt)
+        self.statements.append(node)
+        try:
+            return handler(self, node)
+        finally:
+            self.statements.pop()
+
+    def generic_visit(self, node: ast.AST) -> None:
+        handlers = self.handlers  # a node whose handler is known to be None is not worth a call
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if isinstance(value, list):
+                if value and isinstance(value[0], ast.stmt):
+                    self.visit_block(value)
+                else:
+                    for item in value:
+                        if isinstance(item, ast.AST) and handlers.get(item.__class__, self) is not None:
+                            self.visit(item)
+            elif isinstance(value, ast.AST) and handlers.get(value.__class__, self) is not None:
+                self.visit(value)
+
+    def visit_block(self, statements: list[ast.stmt]) -> None:
+        """A block of statements: guard clauses in it gate the statements after them."""
+        self.frame.guards.append([])
+        self.blocks.append(statements)
+        for statement in statements:
+            self.visit(statement)
+        self.blocks.pop()
+        self.frame.guards.pop()
+
+    def statement(self) -> ast.stmt | None:
+        """The simple statement being visited."""
+        return self.statements[-1] if self.statements else None
+
+    def statement_span(self) -> Span:
+        return self.source.span(self.statements[-1]) if self.statements else Span(1, 1, 1, 1)
+
+    def anchor(self, statement: ast.stmt | None) -> Anchor | None:
+        if statement is None:
+            return None
+        span = self.source.span(statement)
+        sole = bool(self.blocks) and len(self.blocks[-1]) == 1 and self.blocks[-1][0] is statement
+        return Anchor(
+            statement_span=span,
+            indent=self.source.indent(span.line),
+            line_end_col=self.source.line_end_col(span.end_line),
+            own_lines=self.source.owns_lines(span),
+            sole_statement=sole,
+            previous_line_end_col=self.source.line_end_col(span.line - 1),
+            leaves_block=isinstance(statement, (ast.Return, ast.Raise, ast.Break, ast.Continue)),
+        )
+
+    def note_receiver(self, item: ResetEvent | CallSite | HasattrProbe) -> None:
+        """Classify the item's receiver when the walk ends, in the scopes open now."""
+        current = self.classes[-1] if self.classes else None
+        self.pending.append((item, [frame.function.bindings for frame in self.frames], current))
+
+    # -- classes and functions -----------------------------------------------------------------------
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        for decorator in node.decorator_list:
+            self.visit(decorator)
+        bases = [self.receiver_text(base) for base in node.bases]
+        summary = ClassSummary(node.name, bases, self.source.name_span(node), "", False)
+        self.summary.classes.append(summary)
+        self.bind_class_attributes(node, summary)
+        self.classes.append(summary)
+        self.visit_block(node.body)
+        self.classes.pop()
+
+    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        for decorator in node.decorator_list:
+            self.visit(decorator)
+        outer = self.frame.function
+        in_class = bool(self.classes) and (outer.qualname == "<module>" or outer.cls != self.classes[-1].name)
+        cls = self.classes[-1].name if in_class else ""
+        if cls:
+            qualname = f"{cls}.{node.name}"
+            self.classes[-1].methods.append(node.name)
+        elif outer.qualname != "<module>":
+            qualname = f"{outer.qualname}.<locals>.{node.name}"
+        else:
+            qualname = node.name
+        is_async = isinstance(node, ast.AsyncFunctionDef)
+        function = FunctionSummary(node.name, qualname, cls, is_async, self.source.name_span(node))
+        function.end_line = node.end_lineno or node.lineno
+        self.summary.functions.append(function)
+        self.bind_parameters(node, function)
+        arguments = node.args
+        for default in (*arguments.defaults, *arguments.kw_defaults):
+            if default is not None:
+                self.visit(default)
+        self.frames.append(Frame(function, self.frame.reader.copy()))
+        self.visit_block(node.body)
+        self.frames.pop()
+
+    visit_AsyncFunctionDef = visit_FunctionDef
