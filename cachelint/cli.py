@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from cachelint import __version__
-from cachelint.config import OUTPUT_FORMATS, ConfigError, Settings, load_settings
+from cachelint.config import OUTPUT_FORMATS, ConfigError, Settings, load_settings, validate_selectors
 from cachelint.finding import Finding
 
 if TYPE_CHECKING:
@@ -53,10 +53,13 @@ def handles_errors(command: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-def _codes(value: str | None) -> tuple[str, ...] | None:
+def _codes(value: str | None, option: str) -> tuple[str, ...] | None:
     if value is None:
         return None
-    return tuple(code.strip().upper() for code in value.split(",") if code.strip())
+    selectors = [code for code in value.split(",") if code.strip()]
+    if not selectors:  # e.g. `--select "$RULES"` with RULES unset: never a run that checks nothing
+        raise ConfigError(f"{option}: no rule selector given")
+    return validate_selectors(selectors, option)
 
 
 def resolve_settings(
@@ -193,9 +196,9 @@ def check(
     overlay = {Path(os.path.abspath(stdin[0])): stdin[1]} if stdin else None
     overrides = {
         "vllm": vllm,
-        "select": _codes(select),
-        "extend_select": _codes(extend_select),
-        "ignore": _codes(ignore),
+        "select": _codes(select, "--select"),
+        "extend_select": _codes(extend_select, "--extend-select"),
+        "ignore": _codes(ignore, "--ignore"),
         "output_format": output_format,
     }
     settings = resolve_settings(targets, config, isolated, overrides)

@@ -62,12 +62,16 @@ def load_page(code: str) -> RulePage | None:
     return parse_page(code, text)
 
 
-def all_pages() -> list[RulePage]:
+def rule_codes() -> list[str]:
+    """The code of every rule, from the names of the pages (every rule has one): no rule is imported."""
     directory = rule_pages_dir()
     if not directory.is_dir():
         return []
-    codes = sorted(path.stem for path in directory.glob("CL*.md") if _PAGE_CODE.fullmatch(path.stem))
-    return [page for page in map(load_page, codes) if page is not None]
+    return sorted(path.stem for path in directory.glob("CL*.md") if _PAGE_CODE.fullmatch(path.stem))
+
+
+def all_pages() -> list[RulePage]:
+    return [page for page in map(load_page, rule_codes()) if page is not None]
 
 
 def parse_page(code: str, text: str) -> RulePage:
