@@ -23,6 +23,9 @@ if TYPE_CHECKING:
 EXIT_CLEAN = 0
 EXIT_FINDINGS = 1
 EXIT_ERROR = 2
+# What a shell reports for a Unix tool that a closed pipe stopped (128 + SIGPIPE): not 0, so that
+# `set -o pipefail; cachelint check | head` never passes on findings it did not get to print.
+EXIT_BROKEN_PIPE = 141
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -40,7 +43,12 @@ def handles_errors(command: F) -> F:
         from cachelint.discovery import MissingPathError
 
         try:
-            return command(*args, **kwargs)
+            try:
+                return command(*args, **kwargs)
+            finally:
+                sys.stdout.flush()  # here rather than at exit, where a closed pipe would be reported
+        except BrokenPipeError:
+            stop_on_broken_pipe()
         except (ConfigError, MissingPathError) as error:
             fail(str(error))
         except KeyboardInterrupt:
@@ -51,6 +59,13 @@ def handles_errors(command: F) -> F:
             fail(f"internal error: {type(error).__name__}: {error} (set CACHELINT_DEBUG=1 for a traceback)")
 
     return wrapper  # type: ignore[return-value]
+
+
+def stop_on_broken_pipe() -> None:
+    """The reader of stdout went away (`cachelint check | head -1`): stop quietly, as Unix tools do."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())  # Python flushes stdout once more on exit
+    sys.exit(EXIT_BROKEN_PIPE)
 
 
 def _codes(value: str | None, option: str) -> tuple[str, ...] | None:

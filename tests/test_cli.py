@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
-from cli_runner import CLEAN, DEMO, WORKER, check, check_on_terminal, tiny_project, write_tree
+from cli_runner import CLEAN, DEMO, WORKER, check, check_on_terminal, environment, tiny_project, write_tree
 
 CL001_MESSAGE = (
     "`self.model_runner.reset_encoder_cache()` clears only the workers' encoder-output tensors; the scheduler "
@@ -446,3 +448,39 @@ def test_no_progress_bar_when_piped(tmp_path: Path) -> None:
     project = many_files(tmp_path / "many", 60)
     result = check(cwd=project)
     assert (result.code, result.stdout, result.stderr) == (0, "All checks passed!\n", "")
+
+
+# ---------------------------------------------------------------- a reader that stops early
+
+
+def many_findings(root: Path, count: int) -> Path:
+    """A project whose one file holds `count` CL001 findings: far more output than a pipe holds."""
+    methods = "".join(
+        f"    def update_weights_{index}(self, weights):\n        self.model_runner.reset_encoder_cache()\n"
+        for index in range(count)
+    )
+    return write_tree(root, {"pyproject.toml": '[project]\nname = "many"\n', "pkg/worker.py": f"class W:\n{methods}"})
+
+
+@pytest.mark.parametrize("output_format", ["github", "json-lines", "full", "concise"])
+def test_a_reader_that_stops_early_stops_cachelint_quietly(tmp_path: Path, output_format: str) -> None:
+    """`cachelint check | head -1`: a real pipe whose reader closes it after one line. No message, no
+    traceback; the status a shell gives a Unix tool that a closed pipe stopped (128 + SIGPIPE)."""
+    project = many_findings(tmp_path / "many", 2000)
+    with tempfile.TemporaryFile() as stderr:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "cachelint", "check", "--no-cache", "--output-format", output_format],
+            cwd=project,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            env=environment(),
+        )
+        assert process.stdout is not None
+        first = process.stdout.readline()
+        process.stdout.close()
+        code = process.wait(timeout=300)
+        stderr.seek(0)
+        errors = stderr.read()
+    assert b"CL001" in first
+    assert (code, errors) == (141, b"")

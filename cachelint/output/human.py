@@ -15,8 +15,15 @@ from cachelint.output.context import ReportContext
 from cachelint.output.printable import printable
 
 
+class _Console(Console):
+    def on_broken_pipe(self) -> None:
+        """Leave a closed stdout to the command line, which stops as it does for every format (rich
+        would exit 1 here, the status of a run with findings)."""
+        raise BrokenPipeError
+
+
 def make_console(out: TextIO, color: bool) -> Console:
-    return Console(
+    return _Console(
         file=out,
         color_system="standard" if color else None,
         force_terminal=color,
