@@ -204,7 +204,7 @@ def check(
 
     gc.disable()  # this process ends after one analysis, which makes no garbage cycles worth collecting
     from cachelint.engine import analyze
-    from cachelint.output import ReportContext, render
+    from cachelint.output import STATISTICS_FORMATS, ReportContext, render
 
     stdin = read_stdin(paths, stdin_filename)
     targets = [stdin[0]] if stdin else list(paths) or [Path()]
@@ -217,6 +217,8 @@ def check(
         "output_format": output_format,
     }
     settings = resolve_settings(targets, config, isolated, overrides)
+    if statistics and settings.output_format not in STATISTICS_FORMATS:
+        fail(f"--statistics cannot be used with the {settings.output_format} format (only with full, concise or json)")
     if show_settings:
         import json
 

@@ -93,6 +93,44 @@ def test_statistics(project: Path) -> None:
     assert (result.code, result.stdout) == (1, statistics)
 
 
+def test_statistics_as_json(project: Path) -> None:
+    """ruff's objects for `--statistics --output-format json`: counts per rule, not the findings."""
+    write_tree(
+        project,
+        {
+            "tiny_rl/second.py": WORKER.replace("WorkerExtension", "OtherExtension"),
+            "tiny_rl/gated.py": (DEMO / "demo_rl/rollout_server.py").read_text(encoding="utf-8"),
+        },
+    )
+    result = check("--statistics", "--output-format", "json", "--select", "CL001,CL002", cwd=project)
+    assert result.code == 1
+    assert json.loads(result.stdout) == [
+        {"code": "CL001", "name": "worker-only-cache-reset", "count": 2, "fixable": False, "fixable_count": 0},
+        {"code": "CL002", "name": "version-gated-reset", "count": 1, "fixable": True, "fixable_count": 1},
+    ]
+    clean = check("--statistics", "--output-format", "json", "tiny_rl/clean.py", cwd=project)
+    assert (clean.code, json.loads(clean.stdout)) == (0, [])
+
+
+def test_unsafe_fixes_count_as_fixable_in_json_statistics(project: Path) -> None:
+    result = check(
+        "--statistics", "--output-format", "json", "--unsafe-fixes", str(DEMO), "--select", "CL003", cwd=project
+    )
+    assert json.loads(result.stdout) == [
+        {"code": "CL003", "name": "refit-without-mm-reset", "count": 1, "fixable": True, "fixable_count": 1}
+    ]
+
+
+@pytest.mark.parametrize("output_format", ["json-lines", "sarif", "github"])
+def test_statistics_with_a_format_that_cannot_show_them_is_an_error(project: Path, output_format: str) -> None:
+    result = check("--statistics", "--output-format", output_format, cwd=project)
+    assert (result.code, result.stdout) == (2, "")
+    assert result.stderr_lines == [
+        f"cachelint: error: --statistics cannot be used with the {output_format} format (only with full, concise "
+        "or json)"
+    ]
+
+
 def test_show_settings_merges_file_and_flags(project: Path) -> None:
     write_tree(project, {"cachelint.toml": 'ignore = ["CL002"]\noutput-format = "json"\n'})
     result = check("--show-settings", "--select", "cl001,CL003", cwd=project)

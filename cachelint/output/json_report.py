@@ -12,7 +12,12 @@ from cachelint.output.context import ReportContext
 
 
 def render_json(findings: Sequence[Finding], out: TextIO, context: ReportContext) -> None:
-    objects = [finding_object(finding) for finding in findings]
+    if context.statistics:
+        from cachelint.output.statistics import rule_counts
+
+        objects = [row.to_json() for row in rule_counts(findings, context)]
+    else:
+        objects = [finding_object(finding) for finding in findings]
     out.write(json.dumps(objects, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
 
 
