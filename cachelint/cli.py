@@ -307,10 +307,10 @@ def _unsafe_fixable(findings: Sequence[Finding]) -> int:
 @click.argument("code")
 @handles_errors
 def rule(code: str) -> None:
-    """Explain the rule CODE (e.g. CL001 or worker-only-cache-reset)."""
-    from rich.console import Console
-    from rich.markdown import Markdown
+    """Explain the rule CODE (a code such as CL001, or a rule name).
 
+    On a terminal the page is rendered; otherwise (`cachelint rule CL001 > CL001.md`) it is printed
+    as the Markdown it is written in."""
     from cachelint.docs import load_page
 
     page = load_page(code)  # a code: no need to import the rules
@@ -322,6 +322,12 @@ def rule(code: str) -> None:
     if page is None:
         fail(f"unknown rule {code!r} (see `cachelint rules`)")
         return
+    if not sys.stdout.isatty():
+        click.echo(page.text, nl=False)
+        return
+    from rich.console import Console
+    from rich.markdown import Markdown
+
     Console(no_color=not use_color(False)).print(Markdown(page.text))
 
 
@@ -331,7 +337,9 @@ def rule(code: str) -> None:
 @click.option("--isolated", is_flag=True, help="Ignore all config files.")
 @handles_errors
 def clean(path: Path | None, config: Path | None, isolated: bool) -> None:
-    """Remove the cache of the project holding PATH (default: the current folder)."""
+    """Remove the analysis cache of the project holding PATH.
+
+    PATH defaults to the current folder."""
     from cachelint.cache import CacheError, cache_folder, remove_cache
     from cachelint.vllm_range import find_project_root
 

@@ -11,7 +11,18 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from cli_runner import CLEAN, DEMO, WORKER, check, check_on_terminal, environment, tiny_project, write_tree
+from cli_runner import (
+    CLEAN,
+    DEMO,
+    WORKER,
+    cachelint,
+    cachelint_on_terminal,
+    check,
+    check_on_terminal,
+    environment,
+    tiny_project,
+    write_tree,
+)
 
 CL001_MESSAGE = (
     "`self.model_runner.reset_encoder_cache()` clears only the workers' encoder-output tensors; the scheduler "
@@ -522,3 +533,43 @@ def test_a_reader_that_stops_early_stops_cachelint_quietly(tmp_path: Path, outpu
         errors = stderr.read()
     assert b"CL001" in first
     assert (code, errors) == (141, b"")
+
+
+# ---------------------------------------------------------------- --help, rule, rules
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def test_help_lists_every_command_with_its_whole_summary(tmp_path: Path) -> None:
+    from cachelint.cli import main
+
+    result = cachelint("--help", cwd=tmp_path)
+    assert result.code == 0
+    listed = dict(
+        line.strip().split(None, 1) for line in result.stdout.split("Commands:\n", 1)[1].splitlines() if line.strip()
+    )
+    summaries = {name: (command.help or "").split("\n\n", 1)[0] for name, command in main.commands.items()}
+    assert listed == summaries
+    assert all(summary.endswith(".") and "\n" not in summary for summary in summaries.values())
+
+
+@pytest.mark.parametrize("asked", ["CL002", "cl002", "version-gated-reset"])
+def test_rule_page_is_plain_markdown_when_not_on_a_terminal(tmp_path: Path, asked: str) -> None:
+    """As `ruff rule`: `cachelint rule CL002 > CL002.md` writes the page as written, backticks and all."""
+    result = cachelint("rule", asked, cwd=tmp_path)
+    assert (result.code, result.stderr) == (0, "")
+    assert result.stdout == (REPO / "rules" / "CL002.md").read_text(encoding="utf-8")
+
+
+@needs_pty
+def test_rule_page_is_rendered_on_a_terminal(tmp_path: Path) -> None:
+    code, stdout, _ = cachelint_on_terminal("rule", "CL002", cwd=tmp_path, terminal="stdout")
+    assert code == 0
+    assert b"CL002 version-gated-reset" in stdout
+    assert b"## What it does" not in stdout  # rendered: headings lose their markers
+
+
+def test_unknown_rule_is_an_error(tmp_path: Path) -> None:
+    result = cachelint("rule", "CL999", cwd=tmp_path)
+    assert (result.code, result.stdout) == (2, "")
+    assert result.stderr_lines == ["cachelint: error: unknown rule 'CL999' (see `cachelint rules`)"]
