@@ -61,6 +61,42 @@ def handles_errors(command: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+def writes_output_file(command: F) -> F:
+    """Add -o/--output-file: what the command prints on stdout goes to that file instead (never in
+    colour), written once the command has run to its end (exit 0 or 1); an error leaves it alone."""
+
+    @click.option(
+        "-o",
+        "--output-file",
+        type=click.Path(path_type=Path, dir_okay=False),
+        help="Write the report to this file instead of stdout (the exit code stays the same).",
+    )
+    @wraps(command)
+    def wrapper(*args: Any, output_file: Path | None, **kwargs: Any) -> Any:
+        if output_file is None:
+            return command(*args, **kwargs)
+        real_stdout, sys.stdout = sys.stdout, io.StringIO()
+        code: int | str | None = EXIT_CLEAN
+        try:
+            command(*args, **{**kwargs, "no_color": True})
+        except SystemExit as done:
+            if done.code not in (None, EXIT_CLEAN, EXIT_FINDINGS):
+                raise
+            code = done.code
+        finally:
+            report, sys.stdout = sys.stdout.getvalue(), real_stdout
+        try:
+            if not output_file.parent.exists():
+                output_file.parent.mkdir(parents=True)
+            with output_file.open("w", encoding="utf-8", errors="backslashreplace") as stream:
+                stream.write(report)
+        except OSError as error:
+            fail(f"--output-file {output_file}: cannot write the report: {error.strerror or error}")
+        sys.exit(code)
+
+    return wrapper  # type: ignore[return-value]
+
+
 def stop_on_broken_pipe() -> None:
     """The reader of stdout went away (`cachelint check | head -1`): stop quietly, as Unix tools do."""
     devnull = os.open(os.devnull, os.O_WRONLY)
@@ -173,6 +209,7 @@ def main() -> None:
     help="Read the source from stdin and check it as if it were this file (`-` as a path reads stdin too).",
 )
 @click.option("--add-noqa", is_flag=True, help="Add `# noqa: CODES` to every line with a finding (baseline).")
+@writes_output_file
 @handles_errors
 def check(
     paths: tuple[Path, ...],

@@ -573,3 +573,55 @@ def test_unknown_rule_is_an_error(tmp_path: Path) -> None:
     result = cachelint("rule", "CL999", cwd=tmp_path)
     assert (result.code, result.stdout) == (2, "")
     assert result.stderr_lines == ["cachelint: error: unknown rule 'CL999' (see `cachelint rules`)"]
+
+
+# ---------------------------------------------------------------- --output-file
+
+
+@pytest.mark.parametrize("output_format", ["full", "concise", "json", "json-lines", "sarif", "github"])
+def test_output_file_gets_the_report_and_stdout_nothing(project: Path, output_format: str) -> None:
+    on_stdout = check("--output-format", output_format, cwd=project)
+    result = check("--output-format", output_format, "-o", "reports/cachelint.out", cwd=project)
+    assert (result.code, result.stdout, result.stderr) == (1, "", "")
+    assert (project / "reports/cachelint.out").read_text(encoding="utf-8") == on_stdout.stdout
+    assert on_stdout.code == 1
+
+
+def test_output_file_exit_code_and_no_colour(project: Path) -> None:
+    clean = check("--output-file", "out.txt", "tiny_rl/clean.py", cwd=project, env={"FORCE_COLOR": "1"})
+    assert (clean.code, clean.stdout) == (0, "")
+    assert (project / "out.txt").read_text(encoding="utf-8") == "All checks passed!\n"
+    found = check("-o", "out.txt", "--exit-zero", cwd=project, env={"FORCE_COLOR": "1"})
+    assert (found.code, found.stdout) == (0, "")
+    report = (project / "out.txt").read_text(encoding="utf-8")
+    assert "tiny_rl/worker.py:4:9: CL001" in report
+    assert ESC not in report
+
+
+def test_output_file_gets_the_diff(tmp_path: Path) -> None:
+    demo = shutil.copytree(DEMO, tmp_path / "demo")
+    on_stdout = check("--diff", cwd=demo)
+    result = check("--diff", "-o", "fix.diff", cwd=demo)
+    assert (result.code, result.stdout, on_stdout.code) == (1, "", 1)
+    assert (demo / "fix.diff").read_text(encoding="utf-8") == on_stdout.stdout
+    assert "demo_rl/rollout_server.py" in on_stdout.stdout
+
+
+@pytest.mark.parametrize(
+    ("target", "reason"),
+    [("tiny_rl/clean.py/report.txt", "Not a directory"), ("tiny_rl", "is a directory")],
+)
+def test_output_file_that_cannot_be_written_is_an_error(project: Path, target: str, reason: str) -> None:
+    result = check("-o", target, cwd=project)
+    assert (result.code, result.stdout) == (2, "")
+    assert reason in result.stderr
+    assert len(result.stderr_lines) == 1 or "Usage:" in result.stderr  # click's own usage error for a folder
+    assert "Traceback" not in result.stderr
+    assert (project / "tiny_rl/clean.py").read_text(encoding="utf-8") == CLEAN
+
+
+def test_output_file_is_left_alone_on_an_error(project: Path) -> None:
+    (project / "out.txt").write_text("earlier report\n", encoding="utf-8")
+    result = check("-o", "out.txt", "--select", "CL999", cwd=project)
+    assert (result.code, result.stdout) == (2, "")
+    assert (project / "out.txt").read_text(encoding="utf-8") == "earlier report\n"
