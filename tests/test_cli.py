@@ -153,6 +153,25 @@ def test_show_settings_merges_file_and_flags(project: Path) -> None:
     assert shown["output-format"] == "json"
 
 
+# ---------------------------------------------------------------- json fields
+
+
+def test_a_noqa_comment_on_noqa_row_suppresses_the_finding(tmp_path: Path) -> None:
+    """ruff's `noqa_row`: where a tool adds `# noqa: CODE`, even when the finding's own line cannot take a
+    comment (it ends inside a string)."""
+    worker = WORKER.replace(
+        "self.model_runner.reset_encoder_cache()",
+        'self.model_runner.reset_encoder_cache(); note = """\n        refit done\n        """',
+    )
+    project = tiny_project(tmp_path / "tiny", worker=worker)
+    [finding] = json.loads(check("--output-format", "json", cwd=project).stdout)
+    assert (finding["location"]["row"], finding["noqa_row"], finding["severity"]) == (4, 6, "error")
+    lines = worker.splitlines(keepends=True)
+    lines[5] = lines[5].rstrip("\n") + f"  # noqa: {finding['code']}\n"
+    write_tree(project, {"tiny_rl/worker.py": "".join(lines)})
+    assert check("--output-format", "json", cwd=project).stdout == "[]\n"
+
+
 # ---------------------------------------------------------------- colour
 
 
