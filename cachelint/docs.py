@@ -6,7 +6,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-HELP_URI = "https://github.com/cachelint/cachelint/blob/main/rules/{code}.md"
+HOME_URL = "https://github.com/cachelint/cachelint"
+# The pages are the repository's top-level rules/ folder (shipped in the wheel as cachelint/rule_pages).
+HELP_URI = HOME_URL + "/blob/main/rules/{code}.md"
 
 _PAGE_CODE = re.compile(r"CL\d{3}")
 _FENCE = re.compile(r"^\s*(```|~~~)")

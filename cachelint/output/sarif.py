@@ -10,13 +10,13 @@ from pathlib import Path
 from typing import Any, TextIO
 from urllib.parse import quote
 
-from cachelint.docs import RulePage, all_pages, help_uri
+from cachelint.docs import HOME_URL, RulePage, all_pages, help_uri
 from cachelint.finding import INTERNAL_ERROR, INVALID_SYNTAX, IO_ERROR, Edit, Finding, Fix, Span
 from cachelint.output.context import ReportContext
 from cachelint.output.locations import repo_relative, report_path
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
-INFORMATION_URI = "https://github.com/cachelint/cachelint"
+INFORMATION_URI = HOME_URL
 SRCROOT = "%SRCROOT%"
 FINGERPRINT_KEY = "cachelint/v1"
 # Code-scanning tags (filters in GitHub's alert list): what kind of problem each code reports.
