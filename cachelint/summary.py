@@ -1332,9 +1332,9 @@ def summarize(
     return summary
 
 
-# Before Python 3.11 every Python call also takes C stack: a walk to ten times the default recursion
-# limit took up to 2 MiB on 3.10 (a crash, not a RecursionError, when it runs out), whatever the main
-# thread has left; the walk gets a stack of its own with room to spare.
+# Before Python 3.11 every Python call also takes C stack: on 3.10 a walk to ten times the default
+# recursion limit needed between 1 and 2 MiB (running out is a crash, not a RecursionError), whatever
+# the main thread has left; the walk gets a stack of its own with room to spare.
 _WALK_STACK_BYTES = 64 * 1024 * 1024
 
 
