@@ -1,3 +1,3 @@
 """cachelint: finds and fixes vLLM cache-reset bugs in RL post-training code."""
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from cachelint import __version__
-from cachelint.config import OUTPUT_FORMATS, ConfigError, Settings, load_settings
+from cachelint.config import OUTPUT_FORMATS, ConfigError, Settings, load_settings, validate_selectors
 from cachelint.finding import Finding
 
 if TYPE_CHECKING:
@@ -23,6 +23,9 @@ if TYPE_CHECKING:
 EXIT_CLEAN = 0
 EXIT_FINDINGS = 1
 EXIT_ERROR = 2
+# What a shell reports for a Unix tool that a closed pipe stopped (128 + SIGPIPE): not 0, so that
+# `set -o pipefail; cachelint check | head` never passes on findings it did not get to print.
+EXIT_BROKEN_PIPE = 141
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -40,7 +43,12 @@ def handles_errors(command: F) -> F:
         from cachelint.discovery import MissingPathError
 
         try:
-            return command(*args, **kwargs)
+            try:
+                return command(*args, **kwargs)
+            finally:
+                sys.stdout.flush()  # here rather than at exit, where a closed pipe would be reported
+        except BrokenPipeError:
+            stop_on_broken_pipe()
         except (ConfigError, MissingPathError) as error:
             fail(str(error))
         except KeyboardInterrupt:
@@ -53,10 +61,56 @@ def handles_errors(command: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-def _codes(value: str | None) -> tuple[str, ...] | None:
+def writes_output_file(command: F) -> F:
+    """Add -o/--output-file: what the command prints on stdout goes to that file instead (never in
+    colour), written once the command has run to its end (exit 0 or 1); an error leaves it alone."""
+
+    @click.option(
+        "-o",
+        "--output-file",
+        type=click.Path(path_type=Path, dir_okay=False),
+        help="Write the report to this file instead of stdout (the exit code stays the same).",
+    )
+    @wraps(command)
+    def wrapper(*args: Any, output_file: Path | None, **kwargs: Any) -> Any:
+        if output_file is None:
+            return command(*args, **kwargs)
+        real_stdout, sys.stdout = sys.stdout, io.StringIO()
+        code: int | str | None = EXIT_CLEAN
+        try:
+            command(*args, **{**kwargs, "no_color": True})
+        except SystemExit as done:
+            if done.code not in (None, EXIT_CLEAN, EXIT_FINDINGS):
+                raise
+            code = done.code
+        finally:
+            report, sys.stdout = sys.stdout.getvalue(), real_stdout
+        try:
+            if not output_file.parent.exists():
+                output_file.parent.mkdir(parents=True)
+            with output_file.open("w", encoding="utf-8", errors="backslashreplace") as stream:
+                stream.write(report)
+        except OSError as error:
+            fail(f"--output-file {output_file}: cannot write the report: {error.strerror or error}")
+        sys.exit(code)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def stop_on_broken_pipe() -> None:
+    """The reader of stdout went away (`cachelint check | head -1`): stop quietly, as Unix tools do."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())  # Python flushes stdout once more on exit
+    sys.exit(EXIT_BROKEN_PIPE)
+
+
+def _codes(value: str | None, option: str) -> tuple[str, ...] | None:
     if value is None:
         return None
-    return tuple(code.strip().upper() for code in value.split(",") if code.strip())
+    selectors = [code for code in value.split(",") if code.strip()]
+    if not selectors:  # e.g. `--select "$RULES"` with RULES unset: never a run that checks nothing
+        raise ConfigError(f"{option}: no rule selector given")
+    return validate_selectors(selectors, option)
 
 
 def resolve_settings(
@@ -155,6 +209,7 @@ def main() -> None:
     help="Read the source from stdin and check it as if it were this file (`-` as a path reads stdin too).",
 )
 @click.option("--add-noqa", is_flag=True, help="Add `# noqa: CODES` to every line with a finding (baseline).")
+@writes_output_file
 @handles_errors
 def check(
     paths: tuple[Path, ...],
@@ -186,19 +241,21 @@ def check(
 
     gc.disable()  # this process ends after one analysis, which makes no garbage cycles worth collecting
     from cachelint.engine import analyze
-    from cachelint.output import ReportContext, render
+    from cachelint.output import STATISTICS_FORMATS, ReportContext, render
 
     stdin = read_stdin(paths, stdin_filename)
     targets = [stdin[0]] if stdin else list(paths) or [Path()]
     overlay = {Path(os.path.abspath(stdin[0])): stdin[1]} if stdin else None
     overrides = {
         "vllm": vllm,
-        "select": _codes(select),
-        "extend_select": _codes(extend_select),
-        "ignore": _codes(ignore),
+        "select": _codes(select, "--select"),
+        "extend_select": _codes(extend_select, "--extend-select"),
+        "ignore": _codes(ignore, "--ignore"),
         "output_format": output_format,
     }
     settings = resolve_settings(targets, config, isolated, overrides)
+    if statistics and settings.output_format not in STATISTICS_FORMATS:
+        fail(f"--statistics cannot be used with the {settings.output_format} format (only with full, concise or json)")
     if show_settings:
         import json
 
@@ -287,10 +344,10 @@ def _unsafe_fixable(findings: Sequence[Finding]) -> int:
 @click.argument("code")
 @handles_errors
 def rule(code: str) -> None:
-    """Explain the rule CODE (e.g. CL001 or worker-only-cache-reset)."""
-    from rich.console import Console
-    from rich.markdown import Markdown
+    """Explain the rule CODE (a code such as CL001, or a rule name).
 
+    On a terminal the page is rendered; otherwise (`cachelint rule CL001 > CL001.md`) it is printed
+    as the Markdown it is written in."""
     from cachelint.docs import load_page
 
     page = load_page(code)  # a code: no need to import the rules
@@ -302,6 +359,12 @@ def rule(code: str) -> None:
     if page is None:
         fail(f"unknown rule {code!r} (see `cachelint rules`)")
         return
+    if not sys.stdout.isatty():
+        click.echo(page.text, nl=False)
+        return
+    from rich.console import Console
+    from rich.markdown import Markdown
+
     Console(no_color=not use_color(False)).print(Markdown(page.text))
 
 
@@ -311,7 +374,9 @@ def rule(code: str) -> None:
 @click.option("--isolated", is_flag=True, help="Ignore all config files.")
 @handles_errors
 def clean(path: Path | None, config: Path | None, isolated: bool) -> None:
-    """Remove the cache of the project holding PATH (default: the current folder)."""
+    """Remove the analysis cache of the project holding PATH.
+
+    PATH defaults to the current folder."""
     from cachelint.cache import CacheError, cache_folder, remove_cache
     from cachelint.vllm_range import find_project_root
 

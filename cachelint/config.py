@@ -6,7 +6,7 @@ import dataclasses
 import difflib
 import hashlib
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,8 +44,49 @@ OUTPUT_FORMATS = ("full", "concise", "json", "json-lines", "sarif", "github")
 CONFIG_FILE_NAMES = (".cachelint.toml", "cachelint.toml", "pyproject.toml")
 
 
+# The selector of every rule, as ruff users write it (ruff's own `ALL` covers every rule it has).
+ALL_SELECTOR = "ALL"
+SELECTOR_KEYS = {"select": "select", "extend-select": "extend_select", "ignore": "ignore"}
+
+
 class ConfigError(Exception):
     """A configuration problem the user must fix; the message names the file and the key."""
+
+
+def selector_matches(selector: str, code: str) -> bool:
+    return selector == ALL_SELECTOR or code.startswith(selector)
+
+
+def _specificity(selector: str) -> int:
+    """How specific a selector is: longer prefixes more; `ALL` as much as `CL`, which it equals here."""
+    return len("CL") if selector == ALL_SELECTOR else len(selector)
+
+
+def validate_selectors(values: Iterable[str], origin: str, key: str | None = None) -> tuple[str, ...]:
+    """The rule selectors in upper case; ConfigError naming `origin` (and `key`) for one that selects
+    no rule. Valid: `ALL`, `CL`, a rule code and any prefix of one, in any case."""
+    from cachelint.docs import rule_codes
+
+    codes = rule_codes()
+    selectors = []
+    for value in values:
+        selector = value.strip().upper()
+        if selector != ALL_SELECTOR and not (
+            selector.startswith("CL") and any(code.startswith(selector) for code in codes)
+        ):
+            raise ConfigError(_unknown_selector_message(value, origin, key, codes))
+        selectors.append(selector)
+    return tuple(selectors)
+
+
+def _unknown_selector_message(value: str, origin: str, key: str | None, codes: list[str]) -> str:
+    where = f" in `{key}`" if key else ""
+    message = f"{origin}: unknown rule selector `{value}`{where}"
+    close = difflib.get_close_matches(value.strip().upper(), [ALL_SELECTOR, "CL", *codes], n=1)
+    if close:
+        return f"{message}; did you mean `{close[0]}`?"
+    expected = "expected `ALL`, `CL`, a rule code such as `CL001` or a prefix of one; `cachelint rules` lists them"
+    return f"{message} ({expected})"
 
 
 @dataclass(frozen=True)
@@ -72,8 +113,10 @@ class Settings:
 
     def is_enabled(self, code: str) -> bool:
         """ruff-style selection: the longest matching prefix wins, ignore beats select on a tie."""
-        selected = max((len(p) for p in (*self.select, *self.extend_select) if code.startswith(p)), default=-1)
-        ignored = max((len(p) for p in self.ignore if code.startswith(p)), default=-1)
+        selected = max(
+            (_specificity(p) for p in (*self.select, *self.extend_select) if selector_matches(p, code)), default=-1
+        )
+        ignored = max((_specificity(p) for p in self.ignore if selector_matches(p, code)), default=-1)
         return selected >= 0 and selected > ignored
 
     def analysis_hash(self) -> str:
@@ -154,6 +197,14 @@ def settings_from_table(table: Mapping[str, Any], origin: str, base: Settings | 
         if converted is None:
             raise ConfigError(f"{origin}: `{key}` must be {expected}, got {value!r}")
         values[field_name] = converted
+    for key, field_name in SELECTOR_KEYS.items():
+        if field_name in values:
+            values[field_name] = validate_selectors(values[field_name], origin, key)
+    if "per_file_ignores" in values:
+        values["per_file_ignores"] = tuple(
+            (pattern, validate_selectors(codes, origin, f'per-file-ignores "{pattern}"'))
+            for pattern, codes in values["per_file_ignores"]
+        )
     if "vllm" in values:
         from cachelint.vllm_range import from_specifier
 

@@ -6,7 +6,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-HELP_URI = "https://github.com/cachelint/cachelint/blob/main/rules/{code}.md"
+HOME_URL = "https://github.com/cachelint/cachelint"
+# The pages are the repository's top-level rules/ folder (shipped in the wheel as cachelint/rule_pages).
+HELP_URI = HOME_URL + "/blob/main/rules/{code}.md"
 
 _PAGE_CODE = re.compile(r"CL\d{3}")
 _FENCE = re.compile(r"^\s*(```|~~~)")
@@ -62,12 +64,16 @@ def load_page(code: str) -> RulePage | None:
     return parse_page(code, text)
 
 
-def all_pages() -> list[RulePage]:
+def rule_codes() -> list[str]:
+    """The code of every rule, from the names of the pages (every rule has one): no rule is imported."""
     directory = rule_pages_dir()
     if not directory.is_dir():
         return []
-    codes = sorted(path.stem for path in directory.glob("CL*.md") if _PAGE_CODE.fullmatch(path.stem))
-    return [page for page in map(load_page, codes) if page is not None]
+    return sorted(path.stem for path in directory.glob("CL*.md") if _PAGE_CODE.fullmatch(path.stem))
+
+
+def all_pages() -> list[RulePage]:
+    return [page for page in map(load_page, rule_codes()) if page is not None]
 
 
 def parse_page(code: str, text: str) -> RulePage:

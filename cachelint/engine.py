@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from cachelint import parallel
 from cachelint.cache import Cache, FileRecord
-from cachelint.config import Settings
+from cachelint.config import Settings, selector_matches
 from cachelint.discovery import Excludes, discover, walk_python_files
 from cachelint.finding import INTERNAL_ERROR, INVALID_SYNTAX, IO_ERROR, Finding, Span
 from cachelint.source import (
@@ -669,7 +669,7 @@ def _ignored_for_file(finding: Finding, settings: Settings, root: Path) -> bool:
 
     for pattern, codes in settings.per_file_ignores:
         spec = pathspec.GitIgnoreSpec.from_lines([pattern])
-        if spec.match_file(relative) and any(finding.code.startswith(code) for code in codes):
+        if spec.match_file(relative) and any(selector_matches(code, finding.code) for code in codes):
             return True
     return False
 

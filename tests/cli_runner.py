@@ -105,6 +105,13 @@ def check_on_terminal(
 ) -> tuple[int, bytes, bytes]:
     """`cachelint check ARGS` with `terminal` ("stdout" or "stderr") attached to a pseudo-terminal and the
     other stream to a file; returns the exit code, stdout bytes and stderr bytes."""
+    return cachelint_on_terminal("check", *args, cwd=cwd, terminal=terminal, env=env)
+
+
+def cachelint_on_terminal(
+    *args: str | Path, cwd: Path, terminal: str, env: dict[str, str] | None = None
+) -> tuple[int, bytes, bytes]:
+    """`cachelint ARGS` as `check_on_terminal` runs `cachelint check ARGS`."""
     import pty
     import tempfile
 
@@ -112,7 +119,7 @@ def check_on_terminal(
     with tempfile.TemporaryFile() as other:
         streams = {"stdout": other, "stderr": other, terminal: slave}
         process = subprocess.Popen(
-            [sys.executable, "-m", "cachelint", "check", *map(str, args)],
+            [sys.executable, "-m", "cachelint", *map(str, args)],
             cwd=cwd,
             stdin=subprocess.DEVNULL,
             stdout=streams["stdout"],

@@ -452,17 +452,27 @@ def test_bad_config_is_one_line_naming_file_key_and_expectation(tmp_path: Path, 
 
 # -- writing fixes -------------------------------------------------------------------------------
 
-# Fails the final step of writing one file (pkg/a.py) as a full disk would.
+# Fails the final step of writing one file (pkg/a.py) as a full disk would, whether the rename goes
+# through os.replace or Path.replace (which on Python 3.10 calls the os.replace pathlib found at import).
 FAIL_REPLACE = """
-    import errno, os
+    import errno, os, pathlib
     real_replace = os.replace
+    real_path_replace = pathlib.Path.replace
 
-    def replace(source, target, *args, **kwargs):
+    def fail_for_a(target):
         if str(target).endswith("a.py"):
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(target))
+
+    def replace(source, target, *args, **kwargs):
+        fail_for_a(target)
         return real_replace(source, target, *args, **kwargs)
 
+    def path_replace(self, target):
+        fail_for_a(target)
+        return real_path_replace(self, target)
+
     os.replace = replace
+    pathlib.Path.replace = path_replace
 """
 # Fails while the temporary copy of one file (pkg/a.py) is being flushed to disk.
 FAIL_FSYNC = """

@@ -5,11 +5,24 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
-from cli_runner import CLEAN, DEMO, WORKER, check, check_on_terminal, tiny_project, write_tree
+from cli_runner import (
+    CLEAN,
+    DEMO,
+    WORKER,
+    cachelint,
+    cachelint_on_terminal,
+    check,
+    check_on_terminal,
+    environment,
+    tiny_project,
+    write_tree,
+)
 
 CL001_MESSAGE = (
     "`self.model_runner.reset_encoder_cache()` clears only the workers' encoder-output tensors; the scheduler "
@@ -91,6 +104,44 @@ def test_statistics(project: Path) -> None:
     assert (result.code, result.stdout) == (1, statistics)
 
 
+def test_statistics_as_json(project: Path) -> None:
+    """ruff's objects for `--statistics --output-format json`: counts per rule, not the findings."""
+    write_tree(
+        project,
+        {
+            "tiny_rl/second.py": WORKER.replace("WorkerExtension", "OtherExtension"),
+            "tiny_rl/gated.py": (DEMO / "demo_rl/rollout_server.py").read_text(encoding="utf-8"),
+        },
+    )
+    result = check("--statistics", "--output-format", "json", "--select", "CL001,CL002", cwd=project)
+    assert result.code == 1
+    assert json.loads(result.stdout) == [
+        {"code": "CL001", "name": "worker-only-cache-reset", "count": 2, "fixable": False, "fixable_count": 0},
+        {"code": "CL002", "name": "version-gated-reset", "count": 1, "fixable": True, "fixable_count": 1},
+    ]
+    clean = check("--statistics", "--output-format", "json", "tiny_rl/clean.py", cwd=project)
+    assert (clean.code, json.loads(clean.stdout)) == (0, [])
+
+
+def test_unsafe_fixes_count_as_fixable_in_json_statistics(project: Path) -> None:
+    result = check(
+        "--statistics", "--output-format", "json", "--unsafe-fixes", str(DEMO), "--select", "CL003", cwd=project
+    )
+    assert json.loads(result.stdout) == [
+        {"code": "CL003", "name": "refit-without-mm-reset", "count": 1, "fixable": True, "fixable_count": 1}
+    ]
+
+
+@pytest.mark.parametrize("output_format", ["json-lines", "sarif", "github"])
+def test_statistics_with_a_format_that_cannot_show_them_is_an_error(project: Path, output_format: str) -> None:
+    result = check("--statistics", "--output-format", output_format, cwd=project)
+    assert (result.code, result.stdout) == (2, "")
+    assert result.stderr_lines == [
+        f"cachelint: error: --statistics cannot be used with the {output_format} format (only with full, concise "
+        "or json)"
+    ]
+
+
 def test_show_settings_merges_file_and_flags(project: Path) -> None:
     write_tree(project, {"cachelint.toml": 'ignore = ["CL002"]\noutput-format = "json"\n'})
     result = check("--show-settings", "--select", "cl001,CL003", cwd=project)
@@ -100,6 +151,25 @@ def test_show_settings_merges_file_and_flags(project: Path) -> None:
     assert shown["select"] == ["CL001", "CL003"]
     assert shown["ignore"] == ["CL002"]
     assert shown["output-format"] == "json"
+
+
+# ---------------------------------------------------------------- json fields
+
+
+def test_a_noqa_comment_on_noqa_row_suppresses_the_finding(tmp_path: Path) -> None:
+    """ruff's `noqa_row`: where a tool adds `# noqa: CODE`, even when the finding's own line cannot take a
+    comment (it ends inside a string)."""
+    worker = WORKER.replace(
+        "self.model_runner.reset_encoder_cache()",
+        'self.model_runner.reset_encoder_cache(); note = """\n        refit done\n        """',
+    )
+    project = tiny_project(tmp_path / "tiny", worker=worker)
+    [finding] = json.loads(check("--output-format", "json", cwd=project).stdout)
+    assert (finding["location"]["row"], finding["noqa_row"], finding["severity"]) == (4, 6, "error")
+    lines = worker.splitlines(keepends=True)
+    lines[5] = lines[5].rstrip("\n") + f"  # noqa: {finding['code']}\n"
+    write_tree(project, {"tiny_rl/worker.py": "".join(lines)})
+    assert check("--output-format", "json", cwd=project).stdout == "[]\n"
 
 
 # ---------------------------------------------------------------- colour
@@ -446,3 +516,131 @@ def test_no_progress_bar_when_piped(tmp_path: Path) -> None:
     project = many_files(tmp_path / "many", 60)
     result = check(cwd=project)
     assert (result.code, result.stdout, result.stderr) == (0, "All checks passed!\n", "")
+
+
+# ---------------------------------------------------------------- a reader that stops early
+
+
+def many_findings(root: Path, count: int) -> Path:
+    """A project whose one file holds `count` CL001 findings: far more output than a pipe holds."""
+    methods = "".join(
+        f"    def update_weights_{index}(self, weights):\n        self.model_runner.reset_encoder_cache()\n"
+        for index in range(count)
+    )
+    return write_tree(root, {"pyproject.toml": '[project]\nname = "many"\n', "pkg/worker.py": f"class W:\n{methods}"})
+
+
+@pytest.mark.parametrize("output_format", ["github", "json-lines", "full", "concise"])
+def test_a_reader_that_stops_early_stops_cachelint_quietly(tmp_path: Path, output_format: str) -> None:
+    """`cachelint check | head -1`: a real pipe whose reader closes it after one line. No message, no
+    traceback; the status a shell gives a Unix tool that a closed pipe stopped (128 + SIGPIPE)."""
+    project = many_findings(tmp_path / "many", 2000)
+    with tempfile.TemporaryFile() as stderr:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "cachelint", "check", "--no-cache", "--output-format", output_format],
+            cwd=project,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            env=environment(),
+        )
+        assert process.stdout is not None
+        first = process.stdout.readline()
+        process.stdout.close()
+        code = process.wait(timeout=300)
+        stderr.seek(0)
+        errors = stderr.read()
+    assert b"CL001" in first
+    assert (code, errors) == (141, b"")
+
+
+# ---------------------------------------------------------------- --help, rule, rules
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def test_help_lists_every_command_with_its_whole_summary(tmp_path: Path) -> None:
+    from cachelint.cli import main
+
+    result = cachelint("--help", cwd=tmp_path)
+    assert result.code == 0
+    listed = dict(
+        line.strip().split(None, 1) for line in result.stdout.split("Commands:\n", 1)[1].splitlines() if line.strip()
+    )
+    summaries = {name: (command.help or "").split("\n\n", 1)[0] for name, command in main.commands.items()}
+    assert listed == summaries
+    assert all(summary.endswith(".") and "\n" not in summary for summary in summaries.values())
+
+
+@pytest.mark.parametrize("asked", ["CL002", "cl002", "version-gated-reset"])
+def test_rule_page_is_plain_markdown_when_not_on_a_terminal(tmp_path: Path, asked: str) -> None:
+    """As `ruff rule`: `cachelint rule CL002 > CL002.md` writes the page as written, backticks and all."""
+    result = cachelint("rule", asked, cwd=tmp_path)
+    assert (result.code, result.stderr) == (0, "")
+    assert result.stdout == (REPO / "rules" / "CL002.md").read_text(encoding="utf-8")
+
+
+@needs_pty
+def test_rule_page_is_rendered_on_a_terminal(tmp_path: Path) -> None:
+    code, stdout, _ = cachelint_on_terminal("rule", "CL002", cwd=tmp_path, terminal="stdout")
+    assert code == 0
+    assert b"CL002 version-gated-reset" in stdout
+    assert b"## What it does" not in stdout  # rendered: headings lose their markers
+
+
+def test_unknown_rule_is_an_error(tmp_path: Path) -> None:
+    result = cachelint("rule", "CL999", cwd=tmp_path)
+    assert (result.code, result.stdout) == (2, "")
+    assert result.stderr_lines == ["cachelint: error: unknown rule 'CL999' (see `cachelint rules`)"]
+
+
+# ---------------------------------------------------------------- --output-file
+
+
+@pytest.mark.parametrize("output_format", ["full", "concise", "json", "json-lines", "sarif", "github"])
+def test_output_file_gets_the_report_and_stdout_nothing(project: Path, output_format: str) -> None:
+    on_stdout = check("--output-format", output_format, cwd=project)
+    result = check("--output-format", output_format, "-o", "reports/cachelint.out", cwd=project)
+    assert (result.code, result.stdout, result.stderr) == (1, "", "")
+    assert (project / "reports/cachelint.out").read_text(encoding="utf-8") == on_stdout.stdout
+    assert on_stdout.code == 1
+
+
+def test_output_file_exit_code_and_no_colour(project: Path) -> None:
+    clean = check("--output-file", "out.txt", "tiny_rl/clean.py", cwd=project, env={"FORCE_COLOR": "1"})
+    assert (clean.code, clean.stdout) == (0, "")
+    assert (project / "out.txt").read_text(encoding="utf-8") == "All checks passed!\n"
+    found = check("-o", "out.txt", "--exit-zero", cwd=project, env={"FORCE_COLOR": "1"})
+    assert (found.code, found.stdout) == (0, "")
+    report = (project / "out.txt").read_text(encoding="utf-8")
+    assert "tiny_rl/worker.py:4:9: CL001" in report
+    assert ESC not in report
+
+
+def test_output_file_gets_the_diff(tmp_path: Path) -> None:
+    demo = shutil.copytree(DEMO, tmp_path / "demo")
+    on_stdout = check("--diff", cwd=demo)
+    result = check("--diff", "-o", "fix.diff", cwd=demo)
+    assert (result.code, result.stdout, on_stdout.code) == (1, "", 1)
+    assert (demo / "fix.diff").read_text(encoding="utf-8") == on_stdout.stdout
+    assert "demo_rl/rollout_server.py" in on_stdout.stdout
+
+
+@pytest.mark.parametrize(
+    ("target", "reason"),
+    [("tiny_rl/clean.py/report.txt", "Not a directory"), ("tiny_rl", "is a directory")],
+)
+def test_output_file_that_cannot_be_written_is_an_error(project: Path, target: str, reason: str) -> None:
+    result = check("-o", target, cwd=project)
+    assert (result.code, result.stdout) == (2, "")
+    assert reason in result.stderr
+    assert len(result.stderr_lines) == 1 or "Usage:" in result.stderr  # click's own usage error for a folder
+    assert "Traceback" not in result.stderr
+    assert (project / "tiny_rl/clean.py").read_text(encoding="utf-8") == CLEAN
+
+
+def test_output_file_is_left_alone_on_an_error(project: Path) -> None:
+    (project / "out.txt").write_text("earlier report\n", encoding="utf-8")
+    result = check("-o", "out.txt", "--select", "CL999", cwd=project)
+    assert (result.code, result.stdout) == (2, "")
+    assert (project / "out.txt").read_text(encoding="utf-8") == "earlier report\n"

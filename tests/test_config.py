@@ -153,6 +153,132 @@ def test_vllm_from_the_file_and_from_the_flag(project: Path) -> None:
     assert (shown["vllm"], shown["refit-functions"]) == ("==0.19.1", ["push"])
 
 
+# ---------------------------------------------------------------- rule selectors
+
+
+@pytest.mark.parametrize(
+    "table",
+    ['select = ["ALL"]', 'select = ["all"]', 'select = ["cl001"]', 'select = ["Cl00"]', 'extend-select = ["ALL"]'],
+)
+def test_selectors_in_the_file_are_case_insensitive_and_all_means_every_rule(project: Path, table: str) -> None:
+    write_tree(project, {"cachelint.toml": (table if table.startswith("select") else "select = []\n" + table) + "\n"})
+    code, stdout = concise(cwd=project)
+    assert code == 1
+    assert stdout.startswith(FOUND)
+
+
+@pytest.mark.parametrize("flag", ["--select", "--extend-select"])
+@pytest.mark.parametrize("value", ["ALL", "all", "cl001", "CL0", "CL00", "cl"])
+def test_selectors_on_the_command_line(project: Path, flag: str, value: str) -> None:
+    write_tree(project, {"cachelint.toml": 'select = ["CL002"]\n'})
+    code, stdout = concise(flag, value, cwd=project)
+    assert code == 1
+    assert stdout.startswith(FOUND)
+
+
+def test_selectors_are_shown_upper_case_wherever_they_came_from(project: Path) -> None:
+    write_tree(
+        project,
+        {"cachelint.toml": 'select = ["all"]\nextend-select = ["cl1"]\n[per-file-ignores]\n"t/*" = ["cl00", "all"]\n'},
+    )
+    shown = json.loads(check("--show-settings", "--ignore", "cl002,Cl003", cwd=project).stdout)
+    assert shown["select"] == ["ALL"]
+    assert shown["extend-select"] == ["CL1"]
+    assert shown["ignore"] == ["CL002", "CL003"]
+    assert shown["per-file-ignores"] == {"t/*": ["CL00", "ALL"]}
+
+
+@pytest.mark.parametrize(
+    ("table", "flags", "reported"),
+    [
+        ('select = ["ALL"]\nignore = ["cl001"]', [], False),  # case folded in ignore too
+        ('select = ["CL"]\nignore = ["ALL"]', [], False),  # every rule is a CL rule: ALL is as specific as CL
+        ('select = ["CL001"]\nignore = ["ALL"]', [], True),
+        ('select = ["ALL"]\nignore = ["CL"]', [], False),
+        ("", ["--ignore", "ALL"], False),
+        ("", ["--ignore", "all", "--extend-select", "CL001"], True),
+        ('[per-file-ignores]\n"tiny_rl/*" = ["ALL"]', [], False),
+        ('[per-file-ignores]\n"tiny_rl/*" = ["cl001"]', [], False),
+    ],
+)
+def test_all_and_case_in_select_ignore_and_per_file_ignores(
+    project: Path, table: str, flags: list[str], reported: bool
+) -> None:
+    write_tree(project, {"cachelint.toml": table + "\n"})
+    code, stdout = concise(*flags, cwd=project)
+    assert (code, stdout.startswith(FOUND)) == ((1, True) if reported else (0, False))
+
+
+SELECTOR_ERRORS = {
+    "unknown code, close to a rule": (
+        'select = ["CL999"]',
+        "unknown rule selector `CL999` in `select`; did you mean `CL009`?",
+    ),
+    "lower-case unknown code": (
+        'extend-select = ["cl999"]',
+        "unknown rule selector `cl999` in `extend-select`; did you mean `CL009`?",
+    ),
+    "nothing close": (
+        'ignore = ["NOPE"]',
+        "unknown rule selector `NOPE` in `ignore` (expected `ALL`, `CL`, a rule code such as `CL001` or a prefix of "
+        "one; `cachelint rules` lists them)",
+    ),
+    "a letter short of the linter": ('select = ["C"]', "unknown rule selector `C` in `select`; did you mean `CL`?"),
+    "empty": (
+        'select = [""]',
+        "unknown rule selector `` in `select` (expected `ALL`, `CL`, a rule code such as `CL001` "
+        "or a prefix of one; `cachelint rules` lists them)",
+    ),
+    "a rule name": (
+        'select = ["worker-only-cache-reset"]',
+        "unknown rule selector `worker-only-cache-reset` in `select` (expected `ALL`, `CL`, a rule code such as "
+        "`CL001` or a prefix of one; `cachelint rules` lists them)",
+    ),
+    "per-file-ignores": (
+        '[per-file-ignores]\n"tests/**" = ["CL001", "CL01"]',
+        'unknown rule selector `CL01` in `per-file-ignores "tests/**"`; did you mean `CL001`?',
+    ),
+}
+
+
+@pytest.mark.parametrize(("table", "message"), SELECTOR_ERRORS.values(), ids=SELECTOR_ERRORS.keys())
+def test_unknown_selectors_in_the_file_are_errors(project: Path, table: str, message: str) -> None:
+    write_tree(project, {"cachelint.toml": table + "\n"})
+    result = check(cwd=project)
+    assert (result.code, result.stdout) == (2, "")
+    assert result.stderr_lines == [f"cachelint: error: {project / 'cachelint.toml'}: {message}"]
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--select", "ALL,CL999"], "--select: unknown rule selector `CL999`; did you mean `CL009`?"),
+        (["--extend-select", "CL1,cl2"], "--extend-select: unknown rule selector `cl2`; did you mean `CL`?"),
+        (
+            ["--ignore", "NOPE"],
+            "--ignore: unknown rule selector `NOPE` (expected `ALL`, `CL`, a rule code such as "
+            "`CL001` or a prefix of one; `cachelint rules` lists them)",
+        ),
+        (["--select", ""], "--select: no rule selector given"),
+        (["--ignore", " , "], "--ignore: no rule selector given"),
+    ],
+)
+def test_unknown_selectors_on_the_command_line_are_errors(project: Path, flags: list[str], message: str) -> None:
+    result = check(*flags, cwd=project)
+    assert (result.code, result.stdout) == (2, "")
+    assert result.stderr_lines == [f"cachelint: error: {message}"]
+
+
+def test_every_rule_code_and_prefix_is_a_valid_selector() -> None:
+    from cachelint.config import validate_selectors
+    from cachelint.rules import ALL_RULES
+
+    codes = [rule.info.code for rule in ALL_RULES]
+    prefixes = sorted({code[:end] for code in codes for end in range(2, len(code) + 1)})
+    assert validate_selectors([*prefixes, "ALL"], "test") == (*prefixes, "ALL")
+    assert validate_selectors([code.lower() for code in codes], "test") == tuple(codes)
+
+
 # ---------------------------------------------------------------- errors
 
 

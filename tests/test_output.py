@@ -13,7 +13,7 @@ import jsonschema
 import pytest
 
 from cachelint import docs
-from cachelint.finding import Applicability, Edit, Finding, Fix, Span
+from cachelint.finding import Applicability, ChainStep, Edit, Finding, Fix, Span
 from cachelint.output import FORMATS, ReportContext, render
 
 SARIF_SCHEMA = Path(__file__).parent / "data" / "sarif-schema-2.1.0.json"  # a copy of the OASIS schema
@@ -233,6 +233,7 @@ def test_json(tmp_path: Path) -> None:
         """\
 [
   {
+    "cell": null,
     "code": "invalid-syntax",
     "end_location": {
       "column": 9,
@@ -247,10 +248,13 @@ def test_json(tmp_path: Path) -> None:
     },
     "message": "Expected ':'",
     "name": "invalid-syntax",
+    "noqa_row": null,
     "notes": [],
+    "severity": "error",
     "url": null
   },
   {
+    "cell": null,
     "code": "CL002",
     "end_location": {
       "column": 6,
@@ -282,7 +286,9 @@ def test_json(tmp_path: Path) -> None:
     },
     "message": "collective_rpc reset, 50% of runs: stale",
     "name": "version-gated-reset",
+    "noqa_row": 5,
     "notes": [],
+    "severity": "error",
     "url": "https://github.com/cachelint/cachelint/blob/main/rules/CL002.md"
   }
 ]
@@ -297,9 +303,9 @@ def test_json_empty(tmp_path: Path) -> None:
 def test_json_lines(tmp_path: Path) -> None:
     lines = rendered(all_findings(), "json-lines", context(tmp_path)).splitlines()
     assert lines[0] == (
-        '{"code":"invalid-syntax","end_location":{"column":9,"row":3},"filename":"demo_rl/broken.py",'
+        '{"cell":null,"code":"invalid-syntax","end_location":{"column":9,"row":3},"filename":"demo_rl/broken.py",'
         '"fix":null,"help":"","location":{"column":8,"row":3},"message":"Expected \':\'",'
-        '"name":"invalid-syntax","notes":[],"url":null}'
+        '"name":"invalid-syntax","noqa_row":null,"notes":[],"severity":"error","url":null}'
     )
     assert [json.loads(line) for line in lines] == json.loads(rendered(all_findings(), "json", context(tmp_path)))
 
@@ -310,13 +316,15 @@ def test_github(tmp_path: Path) -> None:
     )
     assert rendered([odd, *all_findings()], "github", context(tmp_path)) == (
         "::error title=cachelint (CL001),file=demo_rl/a%2Cb%3Ac.py,line=4,col=9,endLine=4,endColumn=48"
-        "::CL001 first line%0D%0Asecond: 100%25 sure, really\n"
+        "::CL001 first line%0D%0Asecond: 100%25 sure, really%0A  help: Reset through the engine: "
+        "`engine.reset_encoder_cache()`\n"
         "::error title=cachelint (invalid-syntax),file=demo_rl/broken.py,line=3,col=8,endLine=3,endColumn=9"
         "::invalid-syntax Expected ':'\n"
         "::error title=cachelint (CL002),file=demo_rl/rollout.py,line=5,col=5,endLine=7,endColumn=6"
-        "::CL002 collective_rpc reset, 50%25 of runs: stale\n"
+        "::CL002 collective_rpc reset, 50%25 of runs: stale%0A  help: Call the engine-level reset\n"
         "::error title=cachelint (CL001),file=demo_rl/worker_extension.py,line=4,col=9,endLine=4,endColumn=48"
-        "::CL001 model_runner.reset_encoder_cache() clears only the worker's encoder cache\n"
+        "::CL001 model_runner.reset_encoder_cache() clears only the worker's encoder cache"
+        "%0A  help: Reset through the engine: `engine.reset_encoder_cache()`\n"
     )
 
 
@@ -358,7 +366,13 @@ def test_sarif_document(tmp_path: Path) -> None:
     (run,) = log["runs"]
     driver = run["tool"]["driver"]
     assert (driver["name"], driver["version"]) == ("cachelint", "9.9.9")
-    assert [rule["id"] for rule in driver["rules"]] == ["CL001", "CL002"]
+    assert [rule["id"] for rule in driver["rules"]] == [
+        "CL001",
+        "CL002",
+        "invalid-syntax",
+        "io-error",
+        "internal-error",
+    ]
     cl001 = driver["rules"][0]
     assert cl001["name"] == "worker-only-cache-reset"
     assert cl001["shortDescription"] == {"text": "Flags a cache reset that reaches only the workers."}
@@ -366,10 +380,15 @@ def test_sarif_document(tmp_path: Path) -> None:
     assert cl001["help"] == {"text": CL001_PAGE, "markdown": CL001_PAGE}
     assert cl001["helpUri"] == "https://github.com/cachelint/cachelint/blob/main/rules/CL001.md"
     assert cl001["defaultConfiguration"] == {"level": "error"}
+    assert cl001["properties"] == {"tags": ["correctness", "vllm"]}
+    syntax_rule = driver["rules"][2]
+    assert syntax_rule["shortDescription"] == {"text": "A file that CPython cannot parse."}
+    assert syntax_rule["properties"] == {"tags": ["correctness", "syntax"]}
+    assert "helpUri" not in syntax_rule  # no page: not a rule
     assert run["originalUriBaseIds"] == {"%SRCROOT%": {"uri": tmp_path.absolute().as_uri() + "/"}}
 
     syntax, rollout, worker = run["results"]
-    assert syntax["ruleId"] == "invalid-syntax" and "ruleIndex" not in syntax
+    assert (syntax["ruleId"], syntax["ruleIndex"]) == ("invalid-syntax", 2)
     assert (rollout["ruleId"], rollout["ruleIndex"], worker["ruleIndex"]) == ("CL002", 1, 0)
     assert worker["level"] == "error"
     assert worker["locations"] == [
@@ -405,6 +424,69 @@ def test_sarif_document(tmp_path: Path) -> None:
     assert "fixes" not in syntax
 
 
+def chained_finding() -> Finding:
+    """A finding at the end of a call chain: a weight update in one file reaching a reset in another."""
+    chain = (
+        ChainStep("demo_rl/trainer.py", Span(12, 9, 12, 23), "the weight update starts in `Trainer.update_weights`"),
+        ChainStep(ROLLOUT, Span(4, 5, 4, 10), "`Trainer.update_weights` calls `refit`"),
+    )
+    return dataclasses.replace(rollout_finding(), code="CL001", chain=chain)
+
+
+def test_sarif_chain_as_related_locations_and_a_code_flow(tmp_path: Path) -> None:
+    (result,) = sarif([chained_finding()], context(tmp_path))["runs"][0]["results"]  # valid against the schema
+
+    def place(uri: str, line: int, col: int, end_col: int, text: str) -> dict[str, Any]:
+        return {
+            "physicalLocation": {
+                "artifactLocation": {"uri": uri, "uriBaseId": "%SRCROOT%"},
+                "region": {"startLine": line, "startColumn": col, "endLine": line, "endColumn": end_col},
+            },
+            "message": {"text": text},
+        }
+
+    root = place("demo_rl/trainer.py", 12, 9, 23, "the weight update starts in `Trainer.update_weights`")
+    hop = place("demo_rl/rollout.py", 4, 5, 10, "`Trainer.update_weights` calls `refit`")
+    assert result["relatedLocations"] == [{"id": 0, **root}, {"id": 1, **hop}]
+    reset = {
+        "physicalLocation": result["locations"][0]["physicalLocation"],
+        "message": {"text": "collective_rpc reset, 50% of runs: stale"},
+    }
+    assert result["codeFlows"] == [{"threadFlows": [{"locations": [{"location": p} for p in (root, hop, reset)]}]}]
+
+
+def test_sarif_without_a_chain_has_no_code_flow(tmp_path: Path) -> None:
+    for result in sarif(all_findings(), context(tmp_path))["runs"][0]["results"]:
+        assert "relatedLocations" not in result and "codeFlows" not in result
+
+
+def test_finding_json_keeps_the_chain() -> None:
+    finding = chained_finding()
+    assert Finding.from_json(json.loads(json.dumps(finding.to_json()))) == finding
+
+
+def test_noqa_row_is_where_a_directive_can_go(tmp_path: Path) -> None:
+    source = 'x = f(1, """\nabc\n""")\ny = 1 + \\\n    2\nz = (\n    3)  # a comment\\\n'
+    findings = [
+        dataclasses.replace(worker_finding(line=line, col=1), path="demo_rl/rows.py", fix=None)
+        for line in (1, 2, 4, 5, 6, 7)
+    ] + [syntax_finding()]
+    report = context(tmp_path, sources={"demo_rl/rows.py": source})
+    rows = {
+        (item["filename"], item["location"]["row"]): item["noqa_row"]
+        for item in json.loads(rendered(findings, "json", report))
+    }
+    assert rows == {
+        ("demo_rl/broken.py", 3): None,  # a syntax error cannot be suppressed
+        ("demo_rl/rows.py", 1): 3,  # the line ends inside a string: the statement's last line
+        ("demo_rl/rows.py", 2): 3,
+        ("demo_rl/rows.py", 4): 5,  # continued with a backslash
+        ("demo_rl/rows.py", 5): 5,
+        ("demo_rl/rows.py", 6): 6,  # within brackets: the line itself
+        ("demo_rl/rows.py", 7): 7,  # a backslash in a comment continues nothing
+    }
+
+
 def fingerprint(result: Any) -> str:
     return str(result["partialFingerprints"]["cachelint/v1"])
 
@@ -434,7 +516,11 @@ def test_sarif_without_findings_or_pages(tmp_path: Path, rule_pages: Path) -> No
         page.unlink()
     log = sarif([], context(tmp_path))
     assert log["runs"][0]["results"] == []
-    assert log["runs"][0]["tool"]["driver"]["rules"] == []
+    assert [rule["id"] for rule in log["runs"][0]["tool"]["driver"]["rules"]] == [
+        "invalid-syntax",
+        "io-error",
+        "internal-error",
+    ]
 
 
 def test_sarif_file_outside_root_gets_an_absolute_uri(tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ from typing import TextIO
 from cachelint.finding import Finding
 from cachelint.output.context import ReportContext
 
-__all__ = ["FORMATS", "ReportContext", "render"]
+__all__ = ["FORMATS", "STATISTICS_FORMATS", "ReportContext", "render"]
 
 Renderer = Callable[[Sequence[Finding], TextIO, ReportContext], None]
 
@@ -25,6 +25,8 @@ _RENDERERS: dict[str, tuple[str, str]] = {
 
 FORMATS = tuple(_RENDERERS)
 HUMAN_FORMATS = ("full", "concise")
+# The formats that can print --statistics: counts are neither annotations nor SARIF results (ruff's choice).
+STATISTICS_FORMATS = ("full", "concise", "json")
 ALL_PASSED = "All checks passed!"
 # What rich prints for ALL_PASSED in bold green with the standard colours.
 _ALL_PASSED_IN_COLOR = f"\x1b[1;32m{ALL_PASSED}\x1b[0m"

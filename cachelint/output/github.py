@@ -23,7 +23,10 @@ def render_github(findings: Sequence[Finding], out: TextIO, context: ReportConte
             "endColumn": span.end_col,
         }
         joined = ",".join(f"{key}={escape_property(str(value))}" for key, value in properties.items())
-        out.write(f"::error {joined}::{escape_data(f'{finding.code} {finding.message}')}\n")
+        text = f"{finding.code} {finding.message}"
+        if finding.help:  # on a line of its own in the annotation, as ruff prints it
+            text += f"\n  help: {finding.help}"
+        out.write(f"::error {joined}::{escape_data(text)}\n")
 
 
 def escape_data(text: str) -> str:

@@ -2,21 +2,28 @@
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Sequence
 from typing import TextIO
 
 from rich.console import Console
 from rich.text import Text
 
-from cachelint.finding import INTERNAL_ERROR, INVALID_SYNTAX, Applicability, Finding
+from cachelint.finding import INTERNAL_ERROR, INVALID_SYNTAX, Finding
 from cachelint.output import ALL_PASSED
 from cachelint.output.context import ReportContext
 from cachelint.output.printable import printable
+from cachelint.output.statistics import is_fixable, rule_counts
+
+
+class _Console(Console):
+    def on_broken_pipe(self) -> None:
+        """Leave a closed stdout to the command line, which stops as it does for every format (rich
+        would exit 1 here, the status of a run with findings)."""
+        raise BrokenPipeError
 
 
 def make_console(out: TextIO, color: bool) -> Console:
-    return Console(
+    return _Console(
         file=out,
         color_system="standard" if color else None,
         force_terminal=color,
@@ -30,14 +37,6 @@ def make_console(out: TextIO, color: bool) -> Console:
         force_interactive=False,
         width=10_000,
     )
-
-
-def is_fixable(finding: Finding, context: ReportContext) -> bool:
-    """Whether `--fix` in this run would apply the finding's fix (safe, or unsafe under --unsafe-fixes)."""
-    if finding.fix is None or not finding.fix.edits:
-        return False
-    allowed = {Applicability.SAFE, Applicability.UNSAFE} if context.unsafe_fixes else {Applicability.SAFE}
-    return finding.fix.applicability in allowed
 
 
 def header(finding: Finding, context: ReportContext) -> Text:
@@ -91,19 +90,16 @@ def summary(findings: Sequence[Finding], context: ReportContext) -> list[Text]:
 
 def statistics(findings: Sequence[Finding], context: ReportContext) -> list[Text]:
     """One row per code, most frequent first: count, code, name and `[*]` when any of them is fixable."""
-    counts = Counter(finding.code for finding in findings)
-    names = {finding.code: finding.name or finding.code for finding in findings}
-    fixable_codes = {finding.code for finding in findings if is_fixable(finding, context)}
-    rows = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
-    count_width = max((len(str(count)) for _, count in rows), default=1)
-    code_width = max((len(code) for code, _ in rows), default=1)
-    name_width = max((len(names[code]) for code, _ in rows), default=1)
+    rows = rule_counts(findings, context)
+    count_width = max((len(str(row.count)) for row in rows), default=1)
+    code_width = max((len(row.code) for row in rows), default=1)
+    name_width = max((len(row.name) for row in rows), default=1)
     lines: list[Text] = []
-    for code, count in rows:
-        line = Text(f"{count:>{count_width}}  ")
-        line.append(f"{code:<{code_width}}", style="bold red")
-        line.append(f"  {names[code]:<{name_width}}")
-        if code in fixable_codes:
+    for row in rows:
+        line = Text(f"{row.count:>{count_width}}  ")
+        line.append(f"{row.code:<{code_width}}", style="bold red")
+        line.append(f"  {row.name:<{name_width}}")
+        if row.fixable_count:
             line.append("  ")
             line.append("[*]", style="cyan")
         line.rstrip()

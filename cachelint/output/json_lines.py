@@ -8,10 +8,9 @@ from typing import TextIO
 
 from cachelint.finding import Finding
 from cachelint.output.context import ReportContext
-from cachelint.output.json_report import finding_object
+from cachelint.output.json_report import finding_objects
 
 
 def render_json_lines(findings: Sequence[Finding], out: TextIO, context: ReportContext) -> None:
-    for finding in findings:
-        line = json.dumps(finding_object(finding), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-        out.write(line + "\n")
+    for item in finding_objects(findings, context):
+        out.write(json.dumps(item, sort_keys=True, ensure_ascii=False, separators=(",", ":")) + "\n")

@@ -3,22 +3,34 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
 from cachelint.docs import help_uri
+from cachelint.edits import source_lines
 from cachelint.finding import Edit, Finding, Fix
 from cachelint.output.context import ReportContext
 
 
 def render_json(findings: Sequence[Finding], out: TextIO, context: ReportContext) -> None:
-    objects = [finding_object(finding) for finding in findings]
+    if context.statistics:
+        from cachelint.output.statistics import rule_counts
+
+        objects = [row.to_json() for row in rule_counts(findings, context)]
+    else:
+        objects = finding_objects(findings, context)
     out.write(json.dumps(objects, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
 
 
-def finding_object(finding: Finding) -> dict[str, Any]:
+def finding_objects(findings: Sequence[Finding], context: ReportContext) -> list[dict[str, Any]]:
+    rows = noqa_rows(findings, context.sources)
+    return [finding_object(finding, row) for finding, row in zip(findings, rows, strict=True)]
+
+
+def finding_object(finding: Finding, noqa_row: int | None) -> dict[str, Any]:
     span = finding.span
     return {
+        "cell": None,  # ruff's notebook cell; cachelint checks no notebooks
         "code": finding.code,
         "name": finding.name,
         "message": finding.message,
@@ -26,10 +38,44 @@ def finding_object(finding: Finding) -> dict[str, Any]:
         "filename": finding.path,
         "location": {"row": span.line, "column": span.col},
         "end_location": {"row": span.end_line, "column": span.end_col},
+        "noqa_row": noqa_row,
+        "severity": "error",
         "fix": fix_object(finding.fix) if finding.fix else None,
         "notes": list(finding.notes),
         "url": help_uri(finding.code) if finding.is_rule else None,
     }
+
+
+def noqa_rows(findings: Sequence[Finding], sources: Mapping[str, str]) -> list[int | None]:
+    """ruff's `noqa_row` of each finding: the line where `# noqa: CODE` suppresses it. That is the
+    finding's line, unless the line ends inside a string or continues with a backslash: then the last
+    line of its statement (a directive on any line of the statement counts). None for what cannot be
+    suppressed (invalid-syntax, io-error, internal-error)."""
+    from cachelint.suppress import scan_layout
+
+    movable: dict[str, tuple[frozenset[int], Mapping[int, tuple[int, int]]]] = {}
+    rows: list[int | None] = []
+    for finding in findings:
+        line = finding.span.line
+        text = sources.get(finding.path)
+        if not finding.is_rule or text is None:
+            rows.append(line if finding.is_rule else None)
+            continue
+        if finding.path not in movable:
+            layout = scan_layout(text)
+            if layout is None:
+                movable[finding.path] = (frozenset(), {})
+            else:
+                commented = {comment.start[0] for comment in layout.comments}
+                continued = {
+                    number
+                    for number, content in enumerate(source_lines(text), start=1)
+                    if content.endswith("\\") and number not in commented
+                }
+                movable[finding.path] = (layout.lines_ending_in_string | continued, layout.statements)
+        lines, statements = movable[finding.path]
+        rows.append(statements.get(line, (line, line))[1] if line in lines else line)
+    return rows
 
 
 def fix_object(fix: Fix) -> dict[str, Any]:

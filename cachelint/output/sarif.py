@@ -10,15 +10,38 @@ from pathlib import Path
 from typing import Any, TextIO
 from urllib.parse import quote
 
-from cachelint.docs import RulePage, all_pages, help_uri
-from cachelint.finding import Edit, Finding, Fix, Span
+from cachelint.docs import HOME_URL, RulePage, all_pages, help_uri
+from cachelint.finding import INTERNAL_ERROR, INVALID_SYNTAX, IO_ERROR, Edit, Finding, Fix, Span
 from cachelint.output.context import ReportContext
 from cachelint.output.locations import repo_relative, report_path
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
-INFORMATION_URI = "https://github.com/cachelint/cachelint"
+INFORMATION_URI = HOME_URL
 SRCROOT = "%SRCROOT%"
 FINGERPRINT_KEY = "cachelint/v1"
+# Code-scanning tags (filters in GitHub's alert list): what kind of problem each code reports.
+RULE_TAGS = ["correctness", "vllm"]
+UNUSED_SUPPRESSION_TAGS = ["maintainability", "suppression"]
+# The diagnostics that are not rules, as reportingDescriptors: summary, description and tags.
+NOT_RULES = {
+    INVALID_SYNTAX: (
+        "A file that CPython cannot parse.",
+        "CPython rejects the file (the message and position are its parser's), so no rule can check it. "
+        "A syntax error cannot be suppressed.",
+        ["correctness", "syntax"],
+    ),
+    IO_ERROR: (
+        "A file that cannot be read.",
+        "The file could not be read (permissions, a broken link, not a regular file), so no rule checked it.",
+        ["cachelint"],
+    ),
+    INTERNAL_ERROR: (
+        "cachelint failed on a file.",
+        "A rule failed on this file; the other rules and files were checked, but findings on this file may be "
+        "missing. The message names the error.",
+        ["cachelint"],
+    ),
+}
 
 
 def render_sarif(findings: Sequence[Finding], out: TextIO, context: ReportContext) -> None:
@@ -28,7 +51,10 @@ def render_sarif(findings: Sequence[Finding], out: TextIO, context: ReportContex
 def sarif_log(findings: Sequence[Finding], context: ReportContext) -> dict[str, Any]:
     """The SARIF document for `findings`, which must already be in `Finding.sort_key()` order."""
     pages = all_pages()
-    rule_index = {page.code: index for index, page in enumerate(pages)}
+    descriptors = [rule_descriptor(page) for page in pages] + [
+        not_rule_descriptor(code, *described) for code, described in NOT_RULES.items()
+    ]
+    rule_index = {descriptor["id"]: index for index, descriptor in enumerate(descriptors)}
     fingerprints = occurrence_fingerprints(findings, context.root)
     run = {
         "tool": {
@@ -36,7 +62,7 @@ def sarif_log(findings: Sequence[Finding], context: ReportContext) -> dict[str, 
                 "name": "cachelint",
                 "version": context.tool_version,
                 "informationUri": INFORMATION_URI,
-                "rules": [rule_descriptor(page) for page in pages],
+                "rules": descriptors,
             }
         },
         "originalUriBaseIds": {SRCROOT: {"uri": root_uri(context.root)}},
@@ -59,6 +85,19 @@ def rule_descriptor(page: RulePage) -> dict[str, Any]:
         "help": {"text": page.text, "markdown": page.text},
         "helpUri": help_uri(page.code),
         "defaultConfiguration": {"level": "error"},
+        "properties": {"tags": UNUSED_SUPPRESSION_TAGS if page.code == "CL100" else RULE_TAGS},
+    }
+
+
+def not_rule_descriptor(code: str, summary: str, description: str, tags: list[str]) -> dict[str, Any]:
+    return {
+        "id": code,
+        "name": code,
+        "shortDescription": {"text": summary},
+        "fullDescription": {"text": description},
+        "help": {"text": description, "markdown": description},
+        "defaultConfiguration": {"level": "error"},
+        "properties": {"tags": tags},
     }
 
 
@@ -74,7 +113,19 @@ def result(finding: Finding, rule_index: int | None, fingerprint: str, root: Pat
         entry["ruleIndex"] = rule_index
     if finding.fix and finding.fix.edits:
         entry["fixes"] = [sarif_fix(finding.fix, root)]
+    if finding.chain:
+        entry["relatedLocations"] = [
+            {"id": index, **described_location(step.path, step.span, step.message, root)}
+            for index, step in enumerate(finding.chain)
+        ]
+        flow = [described_location(step.path, step.span, step.message, root) for step in finding.chain]
+        flow.append(described_location(finding.path, finding.span, finding.message, root))
+        entry["codeFlows"] = [{"threadFlows": [{"locations": [{"location": place} for place in flow]}]}]
     return entry
+
+
+def described_location(path: str, span: Span, message: str, root: Path) -> dict[str, Any]:
+    return {"physicalLocation": physical_location(path, span, root), "message": {"text": message}}
 
 
 def occurrence_fingerprints(findings: Sequence[Finding], root: Path) -> list[str]:

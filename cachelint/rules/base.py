@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 from cachelint.facts import Facts
-from cachelint.finding import Finding, Fix, Span
+from cachelint.finding import ChainStep, Finding, Fix, Span
 
 if TYPE_CHECKING:
     from cachelint.config import Settings
@@ -51,6 +51,7 @@ class Rule(abc.ABC):
         fix: Fix | None = None,
         function: str = "",
         notes: tuple[str, ...] = (),
+        chain: tuple[ChainStep, ...] = (),
     ) -> Finding:
         return Finding(
             path=file.path,
@@ -62,4 +63,5 @@ class Rule(abc.ABC):
             fix=fix,
             function=function,
             notes=notes,
+            chain=chain,
         )
