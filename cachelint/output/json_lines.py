@@ -13,5 +13,5 @@ from cachelint.output.json_report import finding_object
 
 def render_json_lines(findings: Sequence[Finding], out: TextIO, context: ReportContext) -> None:
     for finding in findings:
-        line = json.dumps(finding_object(finding), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+        line = json.dumps(finding_object(finding, context), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
         out.write(line + "\n")

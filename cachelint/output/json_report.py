@@ -12,12 +12,15 @@ from cachelint.output.context import ReportContext
 
 
 def render_json(findings: Sequence[Finding], out: TextIO, context: ReportContext) -> None:
-    objects = [finding_object(finding) for finding in findings]
+    objects = [finding_object(finding, context) for finding in findings]
     out.write(json.dumps(objects, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
 
 
-def finding_object(finding: Finding) -> dict[str, Any]:
+def finding_object(finding: Finding, context: ReportContext | None = None) -> dict[str, Any]:
+    """ruff's fields, and `vllm_range`: the supported vLLM range the file was checked against and
+    where it came from (null when not known)."""
     span = finding.span
+    supported = context.ranges.get(finding.path) if context is not None else None
     return {
         "code": finding.code,
         "name": finding.name,
@@ -28,6 +31,7 @@ def finding_object(finding: Finding) -> dict[str, Any]:
         "end_location": {"row": span.end_line, "column": span.end_col},
         "fix": fix_object(finding.fix) if finding.fix else None,
         "url": help_uri(finding.code) if finding.is_rule else None,
+        "vllm_range": {"range": supported.label(), "source": supported.source} if supported else None,
     }
 
 
