@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import io
 import os
 import sys
@@ -14,7 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from cachelint import __version__
-from cachelint.config import OUTPUT_FORMATS, ConfigError, Settings, load_settings, validate_selectors
+from cachelint.config import OUTPUT_FORMATS, ConfigError, Settings, SettingsFinder, validate_selectors
 from cachelint.finding import Finding
 
 if TYPE_CHECKING:
@@ -33,6 +32,13 @@ F = TypeVar("F", bound=Callable[..., Any])
 def fail(message: str) -> None:
     click.echo(f"cachelint: error: {message}", err=True)
     sys.exit(EXIT_ERROR)
+
+
+def warn(message: str) -> None:
+    """One warning line on stderr; the message may quote the analysed project's files."""
+    from cachelint.output.printable import printable
+
+    click.echo(f"cachelint: warning: {printable(message)}", err=True)
 
 
 def handles_errors(command: F) -> F:
@@ -113,18 +119,10 @@ def _codes(value: str | None, option: str) -> tuple[str, ...] | None:
     return validate_selectors(selectors, option)
 
 
-def resolve_settings(
-    paths: Sequence[Path],
-    config: Path | None,
-    isolated: bool,
-    overrides: dict[str, Any],
-) -> Settings:
+def settings_finder(config: Path | None, isolated: bool, overrides: dict[str, Any]) -> SettingsFinder:
+    """Each file's settings: its nearest config file's (or `config`'s, or none), then the flags."""
     if config is not None and isolated:
         raise ConfigError("--config and --isolated cannot be used together")
-    start = paths[0] if paths else Path.cwd()
-    while not start.exists() and start != start.parent:  # e.g. a --stdin-filename that is not on disk
-        start = start.parent
-    settings = load_settings(start, config, isolated)
     changes = {key: value for key, value in overrides.items() if value is not None}
     if "vllm" in changes:
         from cachelint.vllm_range import from_specifier
@@ -133,7 +131,18 @@ def resolve_settings(
             from_specifier(changes["vllm"], "--vllm")
         except ValueError as error:
             raise ConfigError(f"--vllm: {error}") from error
-    return dataclasses.replace(settings, **changes)
+        changes["vllm_origin"] = "--vllm"
+    return SettingsFinder(config, isolated, changes)
+
+
+def resolve_settings(
+    paths: Sequence[Path],
+    config: Path | None,
+    isolated: bool,
+    overrides: dict[str, Any],
+) -> Settings:
+    """The settings of the first path: the run's own (output format, ...)."""
+    return settings_finder(config, isolated, overrides)(paths[0] if paths else Path.cwd())
 
 
 def read_stdin(paths: Sequence[Path], stdin_filename: Path | None) -> tuple[Path, bytes] | None:
@@ -153,8 +162,8 @@ def run_add_noqa(analysis: Analysis, quiet: bool) -> int:
     from cachelint.baseline import add_noqa
 
     outcome = add_noqa(analysis)
-    for message in outcome.warnings:
-        click.echo(f"cachelint: warning: {message}", err=True)
+    for message in [*analysis.warnings, *analysis.range_warnings(), *outcome.warnings]:
+        warn(message)
     for message in outcome.errors:
         click.echo(f"cachelint: error: {message}", err=True)
     if not quiet:
@@ -253,13 +262,12 @@ def check(
         "ignore": _codes(ignore, "--ignore"),
         "output_format": output_format,
     }
-    settings = resolve_settings(targets, config, isolated, overrides)
+    finder = settings_finder(config, isolated, overrides)
+    settings = finder(targets[0])
     if statistics and settings.output_format not in STATISTICS_FORMATS:
         fail(f"--statistics cannot be used with the {settings.output_format} format (only with full, concise or json)")
     if show_settings:
-        import json
-
-        click.echo(json.dumps(settings.to_display(), indent=2, sort_keys=True))
+        show_resolved_settings(settings, targets[0])
         return
     use_cache = not no_cache
     writes = [flag for flag, given in (("--fix", fix), ("--fix-only", fix_only), ("--diff", show_diff)) if given]
@@ -268,14 +276,17 @@ def check(
     if add_noqa:
         if writes:
             fail(f"--add-noqa cannot be used with {writes[0]}")
-        sys.exit(run_add_noqa(analyze(targets, settings, force_exclude=force_exclude, use_cache=use_cache), quiet))
+        analysis = analyze(targets, settings, force_exclude=force_exclude, use_cache=use_cache, settings_for=finder)
+        sys.exit(run_add_noqa(analysis, quiet))
     fixed = 0
     if fix or fix_only or show_diff:
         from cachelint.fixes import fix_to_fixed_point, unified_diff, write_changes
 
-        outcome = fix_to_fixed_point(targets, settings, unsafe_fixes, force_exclude, use_cache=use_cache)
-        for message in [*outcome.analysis.warnings, *outcome.errors]:
-            click.echo(f"cachelint: warning: {message}", err=True)
+        outcome = fix_to_fixed_point(
+            targets, settings, unsafe_fixes, force_exclude, use_cache=use_cache, settings_for=finder
+        )
+        for message in [*outcome.analysis.warnings, *outcome.analysis.range_warnings(), *outcome.errors]:
+            warn(message)
         if show_diff:
             for file in outcome.changed:
                 click.echo(unified_diff(file), nl=False)
@@ -289,7 +300,7 @@ def check(
         analysis, fixed = outcome.analysis, outcome.fixed
         if write_errors:
             before = len(analysis.findings) + fixed
-            analysis = analyze(targets, settings, force_exclude=force_exclude, use_cache=use_cache)
+            analysis = analyze(targets, settings, force_exclude=force_exclude, use_cache=use_cache, settings_for=finder)
             fixed = max(0, before - len(analysis.findings))
         if fix_only:
             if not quiet:
@@ -306,9 +317,10 @@ def check(
                 overlay=overlay,
                 progress=progress,
                 use_cache=use_cache,
+                settings_for=finder,
             )
-        for warning in analysis.warnings:
-            click.echo(f"cachelint: warning: {warning}", err=True)
+        for warning in [*analysis.warnings, *analysis.range_warnings()]:
+            warn(warning)
     context = ReportContext(
         root=report_root(analysis.root),
         sources={path: source.text for path, source in analysis.sources.items()},
@@ -320,10 +332,31 @@ def check(
         statistics=statistics,
         quiet=quiet,
         unsafe_fixes=unsafe_fixes,
+        projects=tuple((project.root, project.supported) for project in analysis.projects),
+        ranges=analysis.range_of(),
     )
     render(analysis.findings, settings.output_format, sys.stdout, context)
     failed = bool(analysis.findings) and not exit_zero
     sys.exit(EXIT_FINDINGS if failed or (exit_non_zero_on_fix and fixed) else EXIT_CLEAN)
+
+
+def show_resolved_settings(settings: Settings, start: Path) -> None:
+    """`--show-settings`: the settings of the first path, with the supported vLLM range of its project
+    and where that came from."""
+    import json
+
+    from cachelint.engine import resolve_range
+    from cachelint.vllm_range import find_project_root, shown_path
+
+    while not start.exists() and start != start.parent:
+        start = start.parent
+    root = find_project_root(start)
+    supported = resolve_range(settings, root)
+    shown = settings.to_display()
+    shown["supported-vllm"] = {"project-root": shown_path(root), **supported.to_json()}
+    click.echo(json.dumps(shown, indent=2, sort_keys=True, ensure_ascii=False))
+    for warning in supported.warnings(root):
+        warn(warning)
 
 
 def report_root(project_root: Path) -> Path:

@@ -6,6 +6,7 @@ import dataclasses
 import difflib
 import hashlib
 import json
+import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -106,6 +107,7 @@ class Settings:
     version_helpers: tuple[str, ...] = ()
     worker_extension_classes: tuple[str, ...] = ()
     config_path: str | None = field(default=None, compare=False)
+    vllm_origin: str | None = field(default=None, compare=False)  # the file that set `vllm`, or "--vllm"
 
     @property
     def all_refit_functions(self) -> frozenset[str]:
@@ -123,7 +125,7 @@ class Settings:
         """A digest of every setting that may change what the analysis finds (for the result cache):
         all but those naming how findings are shown and where the cache is, so that a new setting
         counts unless it is known not to."""
-        unrelated = {"output_format", "cache_dir", "config_path"}
+        unrelated = {"output_format", "cache_dir", "config_path", "vllm_origin"}
         keys = [item.name for item in dataclasses.fields(self) if item.name not in unrelated]
         payload = json.dumps({key: getattr(self, key) for key in keys}, sort_keys=True, default=list)
         return hashlib.sha256(payload.encode()).hexdigest()[:16]
@@ -131,6 +133,7 @@ class Settings:
     def to_display(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
         data["per_file_ignores"] = {pattern: list(codes) for pattern, codes in self.per_file_ignores}
+        del data["vllm_origin"]
         return {key.replace("_", "-"): value for key, value in data.items()}
 
 
@@ -206,13 +209,16 @@ def settings_from_table(table: Mapping[str, Any], origin: str, base: Settings | 
             for pattern, codes in values["per_file_ignores"]
         )
     if "vllm" in values:
-        from cachelint.vllm_range import from_specifier
+        from cachelint.vllm_range import EmptyRangeError, from_specifier
 
         try:
             from_specifier(values["vllm"], origin)
+        except EmptyRangeError as error:
+            raise ConfigError(f"{origin}: `vllm` = {error}") from error
         except ValueError as error:
             expected = _KEYS["vllm"][2]
             raise ConfigError(f"{origin}: `vllm` must be {expected}, got {values['vllm']!r}") from error
+        values["vllm_origin"] = origin
     return dataclasses.replace(base or Settings(), **values, config_path=origin)
 
 
@@ -267,3 +273,55 @@ def load_settings(start: Path, config: Path | None = None, isolated: bool = Fals
         raise ConfigError(f"{path}: config file not found")
     table = read_config_table(path)
     return settings_from_table(table or {}, str(path))
+
+
+class SettingsFinder:
+    """The settings of each checked file, as ruff resolves them: the nearest config file at or above it
+    (or the one `config` file for every file, or none when `isolated`), then `changes` (the flags).
+    Each folder and config file is looked at once."""
+
+    def __init__(self, config: Path | None = None, isolated: bool = False, changes: Mapping[str, Any] | None = None):
+        self.config = config
+        self.isolated = isolated
+        self.changes = dict(changes or {})
+        self._file_of_folder: dict[Path, Path | None] = {}
+        self._file_of_path: dict[Path, Path | None] = {}
+        self._settings_of_file: dict[Path | None, Settings] = {}
+
+    def __call__(self, path: Path) -> Settings:
+        file = None if self.isolated else self.config if self.config is not None else self._nearest_to(path)
+        if file not in self._settings_of_file:
+            settings = load_settings(path, file) if file is not None else Settings()
+            self._settings_of_file[file] = dataclasses.replace(settings, **self.changes)
+        return self._settings_of_file[file]
+
+    def _nearest_to(self, path: Path) -> Path | None:
+        """The config file nearest to `path`, looked up once per folder as named."""
+        folder = Path(os.path.abspath(path))
+        if not folder.is_dir():
+            folder = folder.parent
+        if folder not in self._file_of_path:
+            start = folder
+            while not start.exists() and start != start.parent:  # e.g. a --stdin-filename not on disk
+                start = start.parent
+            self._file_of_path[folder] = self._nearest(start)
+        return self._file_of_path[folder]
+
+    def _nearest(self, start: Path) -> Path | None:
+        here = start.resolve()
+        if not here.is_dir():
+            here = here.parent
+        passed: list[Path] = []
+        found: Path | None = None
+        for folder in (here, *here.parents):
+            if folder in self._file_of_folder:
+                found = self._file_of_folder[folder]
+                break
+            passed.append(folder)
+            candidates = (folder / name for name in CONFIG_FILE_NAMES)
+            found = next((c for c in candidates if c.is_file() and read_config_table(c) is not None), None)
+            if found is not None:
+                break
+        for folder in passed:
+            self._file_of_folder[folder] = found
+        return found

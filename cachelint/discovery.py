@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import os
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from pathlib import Path
@@ -136,10 +136,18 @@ def _parent_gitignores(folder: Path) -> list[tuple[Path, pathspec.GitIgnoreSpec]
     return specs
 
 
-def walk_python_files(folder: Path, excludes: Excludes) -> Iterator[Path]:
+def walk_python_files(
+    folder: Path,
+    excludes: Excludes,
+    stop: Callable[[AbstractSet[str]], bool] | None = None,
+    listing: dict[str, frozenset[str]] | None = None,
+) -> Iterator[Path]:
     """Python files under `folder`, skipping excluded and git-ignored paths; never follows links.
 
-    Paths are yielded under `folder` as given (relative stays relative)."""
+    `stop(names)`: whether a folder below `folder` holding the entries `names` is left out with all it
+    holds. `listing` is given each walked folder's entry names, by its absolute path as the yielded
+    paths name it (`os.path.abspath`). Paths are yielded under `folder` as given (relative stays
+    relative)."""
     root = folder.resolve()
     # A folder named explicitly is walked even when it, or a folder above it, is excluded or
     # git-ignored (as ruff and ripgrep do: `check build/`, a git-ignored pyenv or venv): then only
@@ -149,8 +157,17 @@ def walk_python_files(folder: Path, excludes: Excludes) -> Iterator[Path]:
     specs = [item for item in _parent_gitignores(root) if not _ignored_by_git(root, [item], True)]
     root_text = os.fspath(root)
     excludes_root = os.fspath(excludes.resolved_root)
+    shown_root = os.path.abspath(folder)
     # Paths as strings below: this loop runs for every file of the project, and pathlib is slow.
     for current, dirs, files in os.walk(root, followlinks=False):
+        below = _prefix(current, root_text) or ""
+        if stop is not None or listing is not None:
+            names = frozenset((*dirs, *files))
+            if stop is not None and below and stop(names):
+                dirs[:] = []
+                continue
+            if listing is not None:
+                listing[f"{shown_root}{os.sep}{below[:-1]}" if below else shown_root] = names
         spec = _gitignore(Path(current))
         if spec is not None:
             specs.append((Path(current), spec))
@@ -159,7 +176,6 @@ def walk_python_files(folder: Path, excludes: Excludes) -> Iterator[Path]:
         dirs[:] = [
             name for name in sorted(dirs) if not Path(current, name).is_symlink() and not _skipped(name, True, level)
         ]
-        below = _prefix(current, root_text) or ""
         for name in sorted(files):
             if name.endswith(PYTHON_SUFFIXES) and not _skipped(name, False, level):
                 yield folder / f"{below}{name}"
@@ -189,10 +205,15 @@ def _prefix(folder: str, base: str) -> str | None:
 
 
 def discover(
-    paths: Iterable[Path], excludes: Excludes, force_exclude: bool = False, virtual: AbstractSet[Path] = frozenset()
+    paths: Iterable[Path],
+    excludes: Excludes,
+    force_exclude: bool = False,
+    virtual: AbstractSet[Path] = frozenset(),
+    listing: dict[str, frozenset[str]] | None = None,
 ) -> list[Path]:
     """Files to check. Files named directly are kept unless `force_exclude`; a missing path raises
-    unless its absolute form is in `virtual` (its source comes from elsewhere, e.g. stdin)."""
+    unless its absolute form is in `virtual` (its source comes from elsewhere, e.g. stdin). `listing`:
+    as `walk_python_files` takes it, for the folders walked."""
     found: dict[Path, None] = {}
     for path in paths:
         if Path(os.path.abspath(path)) in virtual:
@@ -204,7 +225,7 @@ def discover(
         if path.is_dir():
             if force_exclude and excludes.matches(path):
                 continue
-            for child in walk_python_files(path, excludes):
+            for child in walk_python_files(path, excludes, listing=listing):
                 found[child] = None
         elif not force_exclude or not excludes.matches(path):
             found[path] = None

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from cachelint import parallel
+from cachelint import parallel, vllm_range
 from cachelint.cache import Cache, FileRecord
-from cachelint.config import Settings, selector_matches
+from cachelint.config import CONFIG_FILE_NAMES, ConfigError, Settings, selector_matches
 from cachelint.discovery import Excludes, discover, walk_python_files
 from cachelint.finding import INTERNAL_ERROR, INVALID_SYNTAX, IO_ERROR, Finding, Span
 from cachelint.source import (
@@ -30,7 +30,7 @@ from cachelint.source import (
     parse_python,
     read_file,
 )
-from cachelint.vllm_range import SupportedRange, find_project_root, from_specifier, read_supported_range
+from cachelint.vllm_range import SupportedRange
 
 if TYPE_CHECKING:  # the rest is imported when the findings are not in the cache
     from cachelint.project import ProjectIndex
@@ -118,6 +118,16 @@ class Analysis:
     root: Path
     targets: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)  # for stderr: e.g. why the cache was not used
+    projects: list[ProjectReport] = field(default_factory=list)  # each project checked, with its range
+
+    def range_warnings(self) -> list[str]:
+        """What the user should know about the supported ranges that mattered in this run."""
+        found = (warning for p in self.projects if p.consulted for warning in p.supported.warnings(p.root))
+        return list(dict.fromkeys(found))
+
+    def range_of(self) -> dict[str, SupportedRange]:
+        """The supported range each checked file (by its shown path) was checked against."""
+        return {target: project.supported for project in self.projects for target in project.targets}
 
 
 def syntax_error_finding(display: str, error: SourceError) -> Finding:
@@ -388,7 +398,7 @@ class Analyzer:
             return [self.root]
         if walked is None:
             excludes = Excludes.build(self.root, (*self.settings.exclude, *self.settings.extend_exclude))
-            walked = list(walk_python_files(self.root, excludes))
+            walked = list(walk_python_files(self.root, excludes, stop=vllm_range.holds_project))
         return [*walked, *targets]
 
     def load_on_demand(self, index_files: list[LoadedFile], unparsed: list[Path]) -> ProjectIndex:
@@ -529,9 +539,97 @@ def collector_paused() -> Iterator[None]:
 
 
 def resolve_range(settings: Settings, root: Path) -> SupportedRange:
-    if settings.vllm:
-        return from_specifier(settings.vllm, "set by configuration")
-    return read_supported_range(root if root.is_dir() else root.parent)
+    """The supported range of the project at `root` under `settings`; ConfigError when it is empty."""
+    try:
+        return vllm_range.resolve_range(settings.vllm, settings.vllm_origin, root if root.is_dir() else root.parent)
+    except vllm_range.EmptyRangeError as error:
+        raise ConfigError(str(error)) from error
+
+
+@dataclass
+class ProjectPlan:
+    """One project of a run: its root, its settings and the files to check in it."""
+
+    root: Path
+    settings: Settings
+    targets: list[Path] = field(default_factory=list)
+
+    @functools.cached_property
+    def excludes(self) -> Excludes:
+        folder = self.root if self.root.is_dir() else self.root.parent
+        return Excludes.build(folder, (*self.settings.exclude, *self.settings.extend_exclude))
+
+
+@dataclass(frozen=True)
+class ProjectReport:
+    """What one project of a run was checked against."""
+
+    root: Path
+    supported: SupportedRange
+    targets: tuple[str, ...]
+    consulted: bool  # the whole project was checked, or some file to check could be flagged
+
+
+def plan_projects(
+    paths: Sequence[Path],
+    settings_for: Callable[[Path], Settings],
+    force_exclude: bool = False,
+    virtual: AbstractSet[Path] = frozenset(),
+) -> list[ProjectPlan]:
+    """The files to check, grouped by project: each file belongs to its nearest project root and takes
+    its own settings (`settings_for(file)`), as ruff resolves configuration per file. A folder is
+    walked with its own project's excludes; a file found in it that belongs to another project is
+    also left out when that project's excludes cover it."""
+    roots = vllm_range.ProjectRoots()
+    plans: dict[tuple[Path, int], ProjectPlan] = {}
+
+    def plan_of(path: Path) -> ProjectPlan:
+        settings = settings_for(path)
+        key = (roots.of(path), id(settings))
+        if key not in plans:
+            plans[key] = ProjectPlan(key[0], settings)
+        return plans[key]
+
+    by_folder: dict[str, ProjectPlan] = {}
+    listing: dict[str, frozenset[str]] = {}  # the entries of each walked folder
+
+    def plan_of_folder(folder: str, walked_from: str) -> ProjectPlan:
+        """The plan of the files in `folder` (absolute): its parent folder's when the walk saw that it
+        holds no project or config file of its own, else looked up."""
+        if folder not in by_folder:
+            names = listing.get(folder)
+            parent = folder.rpartition(os.sep)[0] or os.sep
+            if folder == walked_from or names is None or parent not in listing or _may_differ(names):
+                by_folder[folder] = plan_of(Path(folder))
+            else:
+                by_folder[folder] = plan_of_folder(parent, walked_from)
+        return by_folder[folder]
+
+    seen: set[str] = set()
+    for path in paths:
+        own = plan_of(path)
+        walked = path.is_dir()
+        walked_from = os.path.abspath(path)
+        for file in discover([path], own.excludes, force_exclude, virtual, listing):
+            absolute = os.path.abspath(file)
+            if absolute in seen:
+                continue
+            plan = plan_of_folder(absolute.rpartition(os.sep)[0], walked_from) if walked else own
+            configured = plan.settings.exclude or plan.settings.extend_exclude
+            if plan is not own and configured and plan.excludes.matches(file):
+                continue
+            seen.add(absolute)
+            plan.targets.append(file)
+    found = [plan for plan in plans.values() if plan.targets]
+    return found or [plan_of(paths[0] if paths else Path.cwd())]
+
+
+def _may_differ(names: frozenset[str]) -> bool:
+    """Whether a folder holding the entries `names` may have another project or config than its parent."""
+    return vllm_range.holds_project(names) or bool(names & _CONFIG_NAMES)
+
+
+_CONFIG_NAMES = frozenset(CONFIG_FILE_NAMES)
 
 
 def analyze(
@@ -543,26 +641,68 @@ def analyze(
     progress: Callable[[int, int], None] | None = None,
     use_cache: bool = False,
     workers: int | None = None,
+    settings_for: Callable[[Path], Settings] | None = None,
 ) -> Analysis:
-    """Check `paths` (reporting only on them) within the project that holds them.
+    """Check `paths` (reporting only on them) within the projects that hold them.
+
+    Each file belongs to its nearest project (see `plan_projects`), with the settings
+    `settings_for(file)` gives (default: `settings` for every file); each project is indexed on its
+    own, with its own supported vLLM range, and the results are merged. `project_root` makes every
+    path part of that one project, with `settings`.
 
     `overlay` maps absolute paths to contents to use instead of what is on disk (fixes in progress,
     source given on stdin); such paths need not exist. `progress(done, total)` is called as files
-    are analysed. `use_cache` reads and writes the project's persistent cache. `workers` fixes the
+    are analysed. `use_cache` reads and writes each project's persistent cache. `workers` fixes the
     number of processes (1: none); by default every core is used when there is enough to parse."""
-    root = project_root or find_project_root(paths[0] if paths else Path.cwd())
-    excludes = Excludes.build(root if root.is_dir() else root.parent, (*settings.exclude, *settings.extend_exclude))
-    targets = discover(paths, excludes, force_exclude, virtual=frozenset(overlay or ()))
-    cache = Cache.for_run(settings, root if root.is_dir() else root.parent) if use_cache else None
-    analyzer = Analyzer(settings, root, overlay=overlay, cache=cache, workers=workers)
+    virtual = frozenset(overlay or ())
+    if project_root is not None:
+        plan = ProjectPlan(project_root, settings)
+        plan.targets = discover(paths, plan.excludes, force_exclude, virtual=virtual)
+        plans = [plan]
+    else:
+        plans = plan_projects(paths, settings_for or (lambda _: settings), force_exclude, virtual)
+    named = {os.path.abspath(path) for path in paths if not path.is_dir()}
+    analyses = []
+    before = 0
+    for plan in plans:
+        root = plan.root
+        whole = len(paths) == 1 and not force_exclude and os.path.abspath(paths[0]) == os.path.abspath(root)
+        told = _offset(progress, before)
+        analyses.append(_analyze_project(plan, whole, named, overlay, told, use_cache, workers))
+        before += analyses[-1].files_checked
+    return analyses[0] if len(analyses) == 1 else _merged(analyses)
+
+
+def _offset(progress: Callable[[int, int], None] | None, before: int) -> Callable[[int, int], None] | None:
+    """`progress` for a project analysed after others that held `before` files."""
+    if progress is None or not before:
+        return progress
+    report = progress
+    return lambda done, total: report(before + done, before + total)
+
+
+def _analyze_project(
+    plan: ProjectPlan,
+    whole: bool,
+    named: AbstractSet[str],
+    overlay: Mapping[Path, bytes] | None,
+    progress: Callable[[int, int], None] | None,
+    use_cache: bool,
+    workers: int | None,
+) -> Analysis:
+    root, settings, targets = plan.root, plan.settings, plan.targets
+    folder = root if root.is_dir() else root.parent
     supported = resolve_range(settings, root)
-    whole = len(paths) == 1 and not force_exclude and os.path.abspath(paths[0]) == os.path.abspath(root)
+    cache = Cache.for_run(settings, folder) if use_cache else None
+    analyzer = Analyzer(settings, root, overlay=overlay, cache=cache, workers=workers)
     target_files = [analyzer.read(path, target=True) for path in targets]
     project: list[LoadedFile] = []
-    if whole or analyzer.any_holds_trigger(target_files):  # else no rule can flag a target
+    # Whether the range can matter: a whole project is checked, or a target could be flagged (else no
+    # rule can flag a target, and the rest of the project is not read).
+    consulted = whole or analyzer.any_holds_trigger(target_files)
+    if consulted:
         project_paths = analyzer.project_files(targets, walked=targets if whole and root.is_dir() else None)
         project = [analyzer.read(path) for path in project_paths]
-    named = {os.path.abspath(path) for path in paths if not path.is_dir()}
     run_key = analyzer.run_key(target_files, project, supported, named)
     findings = analyzer.stored_findings(run_key, progress)
     if findings is None:
@@ -576,14 +716,31 @@ def analyze(
         for loaded in target_files
         if (loaded.display in with_findings or loaded.source is not None) and (source := loaded.decoded())
     }
+    shown = [loaded.display for loaded in target_files]
     return Analysis(
         findings=sorted(set(findings), key=Finding.sort_key),
         sources=sources,
         files_checked=len(target_files),
         supported=supported,
-        root=root if root.is_dir() else root.parent,
-        targets=[loaded.display for loaded in target_files],
+        root=folder,
+        targets=shown,
         warnings=[cache.warning] if cache is not None and cache.warning else [],
+        projects=[ProjectReport(folder, supported, tuple(shown), consulted)],
+    )
+
+
+def _merged(analyses: list[Analysis]) -> Analysis:
+    """One report for the projects of a run: findings sorted as in one, the roots' common folder."""
+    findings = [finding for analysis in analyses for finding in analysis.findings]
+    return Analysis(
+        findings=sorted(set(findings), key=Finding.sort_key),
+        sources={path: source for analysis in analyses for path, source in analysis.sources.items()},
+        files_checked=sum(analysis.files_checked for analysis in analyses),
+        supported=analyses[0].supported,
+        root=Path(os.path.commonpath([os.path.abspath(analysis.root) for analysis in analyses])),
+        targets=[target for analysis in analyses for target in analysis.targets],
+        warnings=list(dict.fromkeys(warning for analysis in analyses for warning in analysis.warnings)),
+        projects=sorted((project for analysis in analyses for project in analysis.projects), key=lambda p: p.root),
     )
 
 

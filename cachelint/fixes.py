@@ -15,7 +15,7 @@ import difflib
 import functools
 import os
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -170,14 +170,21 @@ def fix_to_fixed_point(
     force_exclude: bool = False,
     project_root: Path | None = None,
     use_cache: bool = False,
+    settings_for: Callable[[Path], Settings] | None = None,
 ) -> FixOutcome:
     """Apply every allowed fix, re-analysing after each round, until nothing changes (bounded).
-    `use_cache`: read and write the project's cache, as `analyze` does."""
+    `use_cache` and `settings_for` (each file's settings, so each project's): as `analyze` takes them."""
     overlay: dict[Path, bytes] = {}
     failed: set[tuple[str, str, int, int]] = set()
     problems: dict[Path, str] = {}  # files that could not be tracked (yet)
     run = functools.partial(
-        analyze, paths, settings, project_root=project_root, force_exclude=force_exclude, use_cache=use_cache
+        analyze,
+        paths,
+        settings,
+        project_root=project_root,
+        force_exclude=force_exclude,
+        use_cache=use_cache,
+        settings_for=settings_for,
     )
     analysis = run()
     outcome = FixOutcome(analysis)

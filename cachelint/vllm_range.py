@@ -1,20 +1,32 @@
-"""The vLLM releases a project supports, read statically from its dependency pins."""
+"""The vLLM releases a project supports: from `vllm =` / `--vllm`, else read statically from its pins
+(pins.py says which files count and how they combine), else every release the facts know."""
 
 from __future__ import annotations
 
-import ast
-import configparser
-import re
+import os
 from collections.abc import Iterable
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
 
-from cachelint.facts import load_facts
-from cachelint.source import read_file
-from cachelint.toml import load_toml
+from cachelint.facts import load_facts, newest_known_release
+
+if TYPE_CHECKING:
+    from packaging.specifiers import SpecifierSet
+
+    from cachelint.pins import Alternative, Pin
+
+
+class EmptyRangeError(ValueError):
+    """A range that holds no release the facts know: nothing could be checked."""
+
+
+def known_releases() -> tuple[Version, ...]:
+    """The vLLM releases the shipped facts cover, oldest first."""
+    return load_facts().releases
 
 
 @dataclass(frozen=True)
@@ -22,7 +34,11 @@ class SupportedRange:
     """The known vLLM releases a project may run on, and where that came from."""
 
     releases: tuple[Version, ...]
-    source: str
+    source: str  # for people: 'setup.py, extra "vllm"', '--vllm ">=0.18"', ...
+    pins: tuple[Pin, ...] = ()  # the requirements it was read from
+    assumed: bool = False  # nothing said which releases: every known one is assumed
+    beyond_known: bool = False  # it allows releases newer than the newest the facts know
+    notes: tuple[str, ...] = ()  # what could not be read, for the warnings
 
     @property
     def oldest(self) -> Version:
@@ -45,18 +61,88 @@ class SupportedRange:
         """Whether any supported release lies in [low, high)."""
         return any(low <= release < high for release in self.releases)
 
+    def label(self, dash: str = "\N{EN DASH}") -> str:
+        """`0.18.0-0.33.0` (with an en dash by default); runs of known releases apart when the range
+        has gaps (`0.17.0-0.18.1, 0.24.0`)."""
+        known = {release: index for index, release in enumerate(known_releases())}
+        runs: list[list[Version]] = []
+        for release in self.releases:
+            if runs and known.get(release, -2) == known.get(runs[-1][-1], -4) + 1:
+                runs[-1].append(release)
+            else:
+                runs.append([release])
+        return ", ".join(f"{run[0]}" if len(run) == 1 else f"{run[0]}{dash}{run[-1]}" for run in runs) or "none"
+
     def describe(self) -> str:
-        if not self.releases:
-            return f"no known vLLM release, {self.source}"
-        return f"vLLM {self.oldest} to {self.newest}, {self.source}"
+        """The range as rule messages name it: `vLLM 0.16.0-0.21.0`."""
+        return f"vLLM {self.label('-')}"
+
+    def share(self, releases: list[Version]) -> str:
+        """How `releases` stand within the range, for rule messages: `every supported release`, or
+        `of the supported 0.16.0-0.21.0`."""
+        if tuple(releases) == self.releases:
+            return "every supported release"
+        return f"of the supported {self.label('-')}"
+
+    def summary(self) -> str:
+        """The summary line's words: `vLLM 0.18.0-0.33.0 (setup.py, extra "vllm")`, with an en dash."""
+        return f"vLLM {self.label()} ({self.source})"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "range": self.label(),
+            "releases": [str(release) for release in self.releases],
+            "source": self.source,
+            "pins": [
+                {"file": shown_path(pin.file), "requirement": pin.requirement, "where": pin.where} for pin in self.pins
+            ],
+        }
+
+    def warnings(self, project: Path) -> list[str]:
+        """What the user should know about how the range was found (one line each)."""
+        every = f"{known_releases()[0]}\N{EN DASH}{newest_known_release()}"
+        if self.assumed:
+            why = f" ({'; '.join(self.notes)})" if self.notes else ""
+            return [
+                f"no vLLM pin found{_in_project(project)}{why}: every known release ({every}) is assumed; "
+                'set the range with `[tool.cachelint] vllm = ">=..."` or `--vllm`'
+            ]
+        found = list(self.notes)
+        if self.beyond_known:
+            found.append(
+                f"the supported range ({self.source}) reaches past vLLM {newest_known_release()}, the newest "
+                "release cachelint knows: findings for newer releases are not known"
+            )
+        return found
 
 
-def every_release() -> SupportedRange:
-    return SupportedRange(load_facts().releases, "every release in the facts table")
+def shown_path(path: Path) -> str:
+    """`path` relative to the working directory when below it, else absolute; POSIX separators."""
+    absolute = Path(os.path.abspath(path))
+    try:
+        return absolute.relative_to(Path.cwd()).as_posix()
+    except ValueError:
+        return absolute.as_posix()
+
+
+def _in_project(project: Path | None) -> str:
+    """` in a/b` naming a project, or nothing for the working directory's."""
+    shown = shown_path(project) if project is not None else "."
+    return "" if shown == "." else f" in {shown}"
+
+
+def every_release(project: Path | None = None, notes: Iterable[str] = ()) -> SupportedRange:
+    where = _in_project(project)
+    return SupportedRange(
+        known_releases(), f"no vLLM pin found{where}: every known release", assumed=True, notes=tuple(notes)
+    )
 
 
 def from_specifier(spec: str, source: str) -> SupportedRange:
-    """A range from a specifier such as ">=0.18" or "==0.24.0"; raises ValueError when invalid."""
+    """A range from a specifier such as ">=0.18" or "==0.24.0" (a bare version means ==). Raises
+    ValueError when it is not a specifier, EmptyRangeError when it holds no known release."""
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
     text = spec.strip()
     if text and text[0].isdigit():
         text = f"=={text}"
@@ -64,139 +150,173 @@ def from_specifier(spec: str, source: str) -> SupportedRange:
         specifier = SpecifierSet(text)
     except InvalidSpecifier as error:
         raise ValueError(f"invalid vLLM version specifier {spec!r}") from error
-    return _from_specifiers([specifier], source)
+    releases = _releases([specifier])
+    if not releases:
+        raise EmptyRangeError(f"{spec!r} matches no vLLM release cachelint knows ({_known_label()})")
+    return SupportedRange(releases, source, beyond_known=_beyond_known(specifier))
 
 
-def _from_specifiers(specifiers: list[SpecifierSet], source: str) -> SupportedRange:
-    releases = tuple(
+def _known_label() -> str:
+    return f"{known_releases()[0]}\N{EN DASH}{newest_known_release()}"
+
+
+def _releases(specifiers: list[SpecifierSet]) -> tuple[Version, ...]:
+    return tuple(
         release
-        for release in load_facts().releases
+        for release in known_releases()
         if any(specifier.contains(release, prereleases=True) for specifier in specifiers)
     )
-    return SupportedRange(releases, source)
 
 
-_REQUIREMENT_FILES = ("requirements*.txt", "requirements/*.txt")
-_PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
+def _beyond_known(specifier: SpecifierSet) -> bool:
+    """Whether `specifier` allows a release newer than the newest known one (the next micro, minor or
+    major release, or a far one: what real specifiers can allow)."""
+    newest = newest_known_release()
+    major, minor, micro = (*newest.release, 0, 0)[:3]
+    probes = (f"{major}.{minor}.{micro + 1}", f"{major}.{minor + 1}.0", f"{major + 1}.0.0", "9999")
+    return any(specifier.contains(probe, prereleases=True) for probe in probes)
+
+
+# -- the project and its pins ------------------------------------------------------------------------
+
+
+def is_project_folder(folder: Path) -> bool:
+    """Whether `folder` holds its own project: a pyproject.toml, setup.cfg, a setup.py that is not a
+    module of a package (no `__init__.py` beside it), or a git repository."""
+    if (folder / ".git").exists() or (folder / "pyproject.toml").is_file() or (folder / "setup.cfg").is_file():
+        return True
+    return (folder / "setup.py").is_file() and not (folder / "__init__.py").is_file()
+
+
+def holds_project(names: AbstractSet[str]) -> bool:
+    """`is_project_folder` for a folder holding the entries `names` (as a walk lists them)."""
+    return bool(names & _PROJECT_NAMES) or ("setup.py" in names and "__init__.py" not in names)
+
+
+_PROJECT_NAMES = frozenset({".git", "pyproject.toml", "setup.cfg"})
 
 
 def find_project_root(start: Path) -> Path:
-    """The nearest folder at or above `start` that holds a project marker, else `start`'s folder."""
+    """The project holding `start`: the nearest folder at or above it that holds a pyproject.toml,
+    setup.cfg or setup.py (not a package's module of that name), not looking above its git repository;
+    else that repository's top; else the nearest folder holding a requirements*.txt; else `start`'s
+    folder."""
     here = start.resolve()
     if not here.is_dir():
         here = here.parent
-    for folder in (here, *here.parents):
-        if any((folder / marker).exists() for marker in _PROJECT_MARKERS):
+    folders = (here, *here.parents)
+    for folder in folders:
+        if is_project_folder(folder):
             return folder
-        if any(folder.glob("requirements*.txt")):
-            return folder
-    return here
+    return next((folder for folder in folders if any(folder.glob("requirements*.txt"))), here)
+
+
+class ProjectRoots:
+    """`find_project_root` for many files, each folder looked at once (folders as named, links kept)."""
+
+    def __init__(self) -> None:
+        self._nearest: dict[Path, Path | None] = {}  # folder -> the project folder at or above it
+
+    def of(self, path: Path) -> Path:
+        """The project root of the file (or folder) `path`."""
+        absolute = Path(os.path.abspath(path))
+        folder = absolute if absolute.is_dir() else absolute.parent
+        found = self._project_folder(folder)
+        return found if found is not None else find_project_root(folder)
+
+    def _project_folder(self, folder: Path) -> Path | None:
+        passed: list[Path] = []
+        current = folder
+        while current not in self._nearest:
+            passed.append(current)
+            if is_project_folder(current):
+                found: Path | None = current
+                break
+            if current.parent == current:
+                found = None
+                break
+            current = current.parent
+        else:
+            found = self._nearest[current]
+        self._nearest.update(dict.fromkeys(passed, found))
+        return found
 
 
 def read_supported_range(root: Path) -> SupportedRange:
-    """The union of every vllm requirement the project at `root` declares, or every release."""
-    specifiers: list[SpecifierSet] = []
-    sources: list[str] = []
-    for source, requirement_text in _declared_requirements(root):
-        specifier = _vllm_specifier(requirement_text)
-        if specifier is not None:
-            specifiers.append(specifier)
-            if source not in sources:
-                sources.append(source)
-    if not specifiers:
-        return every_release()
-    return _from_specifiers(specifiers, "pinned in " + ", ".join(sources))
+    """The union of the alternative vllm requirements the project at `root` declares, or every
+    release (`assumed`) when it declares none. Raises EmptyRangeError when its pins allow no known
+    release."""
+    from cachelint.pins import read_declared  # only when no `vllm` setting spares reading the pins
+
+    declared = read_declared(root)
+    if not declared.alternatives:
+        return every_release(root, declared.unread)
+    from packaging.specifiers import SpecifierSet
+
+    known = known_releases()
+    allowed: set[Version] = set()
+    contributing: list[Alternative] = []
+    beyond = False
+    for alternative in declared.alternatives:
+        specifier = SpecifierSet()
+        for pin in alternative:
+            specifier &= pin.specifier if pin.specifier is not None else SpecifierSet()
+        releases = {release for release in known if specifier.contains(release, prereleases=True)}
+        beyond = beyond or _beyond_known(specifier)
+        if releases:
+            allowed |= releases
+            contributing.append(alternative)
+    pins = tuple(dict.fromkeys(pin for alternative in declared.alternatives for pin in alternative))
+    if not allowed:
+        written = ", ".join(f"`{pin.requirement}`" for pin in pins)
+        raise EmptyRangeError(
+            f"{describe_pins(pins)}: the vLLM pins ({written}) match no release cachelint knows "
+            f'({_known_label()}); set the range with `[tool.cachelint] vllm = ">=..."` or `--vllm`'
+        )
+    used = tuple(dict.fromkeys(pin for alternative in contributing for pin in alternative))
+    notes = tuple(
+        f"{shown_path(pin.file)}: cannot tell which vLLM release `{pin.requirement}` installs: "
+        "every known release is assumed for it"
+        for pin in used
+        if pin.specifier is None
+    )
+    ordered = tuple(release for release in known if release in allowed)
+    return SupportedRange(ordered, describe_pins(used), used, beyond_known=beyond, notes=notes)
 
 
-def _vllm_specifier(text: str) -> SpecifierSet | None:
-    if "vllm" not in text.lower():
-        return None
-    from packaging.requirements import InvalidRequirement, Requirement  # slow to import: only when needed
-
-    try:
-        requirement = Requirement(text)
-    except InvalidRequirement:
-        return None
-    if requirement.name.lower().replace("_", "-") != "vllm":
-        return None
-    return requirement.specifier
-
-
-def _declared_requirements(root: Path) -> Iterable[tuple[str, str]]:
-    yield from _pyproject_requirements(root / "pyproject.toml")
-    yield from _setup_py_requirements(root / "setup.py")
-    yield from _setup_cfg_requirements(root / "setup.cfg")
-    for pattern in _REQUIREMENT_FILES:
-        for path in sorted(root.glob(pattern)):
-            yield from _requirements_txt(path, root)
-
-
-def _pyproject_requirements(path: Path) -> Iterable[tuple[str, str]]:
-    if not path.is_file():
-        return
-    try:
-        data = load_toml(path)
-    except ValueError:
-        return
-    project = data.get("project", {})
-    if not isinstance(project, dict):
-        return
-    for item in project.get("dependencies", []) or []:
-        yield path.name, str(item)
-    extras = project.get("optional-dependencies", {}) or {}
-    if isinstance(extras, dict):
-        for items in extras.values():
-            for item in items or []:
-                yield path.name, str(item)
-
-
-def _setup_py_requirements(path: Path) -> Iterable[tuple[str, str]]:
-    """Literal install_requires / extras_require of a setup() call; nothing is executed."""
-    if not path.is_file():
-        return
-    try:
-        tree = ast.parse(path.read_bytes())
-    except (SyntaxError, ValueError, OSError):
-        return
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Call):
+def describe_pins(pins: Iterable[Pin]) -> str:
+    """`setup.py, extra "vllm"`; `pyproject.toml, dependencies, narrowed by [tool.uv]
+    constraint-dependencies`; `requirements.txt; requirements/gpu.txt, narrowed by constraints.txt`."""
+    wheres: dict[str, list[str]] = {}
+    narrowed: list[str] = []
+    for pin in pins:
+        file = shown_path(pin.file)
+        if pin.narrows:
+            if pin.where and file in wheres:
+                narrowed.append(pin.where)
+            else:
+                narrowed.append(file + (f" {pin.where}" if pin.where else ""))
             continue
-        for keyword in node.keywords:
-            if keyword.arg not in ("install_requires", "extras_require"):
-                continue
-            for constant in ast.walk(keyword.value):
-                if isinstance(constant, ast.Constant) and isinstance(constant.value, str):
-                    yield path.name, constant.value
+        wheres.setdefault(file, [])
+        if pin.where and pin.where not in wheres[file]:
+            wheres[file].append(pin.where)
+    parts = [file + (", " + " and ".join(where) if where else "") for file, where in wheres.items()]
+    text = "; ".join(parts)
+    if narrowed:
+        text += ", narrowed by " + " and ".join(dict.fromkeys(narrowed))
+    return text
 
 
-def _setup_cfg_requirements(path: Path) -> Iterable[tuple[str, str]]:
-    if not path.is_file():
-        return
-    parser = configparser.ConfigParser()
-    try:
-        parser.read(path, encoding="utf-8")
-    except (configparser.Error, UnicodeDecodeError, OSError):
-        return
-    values: list[str] = []
-    if parser.has_option("options", "install_requires"):
-        values.append(parser.get("options", "install_requires"))
-    if parser.has_section("options.extras_require"):
-        values.extend(value for _, value in parser.items("options.extras_require"))
-    for value in values:
-        for line in value.splitlines():
-            if line.strip():
-                yield path.name, line.strip()
+def resolve_range(vllm: str | None, origin: str | None, root: Path) -> SupportedRange:
+    """The range for the project at `root`: the `vllm` setting (from `origin`: a config file, or
+    "--vllm"), else the project's pins."""
+    if vllm:
+        if origin == "--vllm" or origin is None:
+            return from_specifier(vllm, f"--vllm {_quoted(vllm)}" if origin else f"vllm = {_quoted(vllm)}")
+        table = "[tool.cachelint] " if Path(origin).name == "pyproject.toml" else ""
+        return from_specifier(vllm, f"{shown_path(Path(origin))}, {table}vllm = {_quoted(vllm)}")
+    return read_supported_range(root)
 
 
-_COMMENT = re.compile(r"\s+#.*$")
-
-
-def _requirements_txt(path: Path, root: Path) -> Iterable[tuple[str, str]]:
-    try:
-        lines = read_file(path).decode("utf-8", errors="replace").splitlines()
-    except OSError:
-        return
-    for line in lines:
-        text = _COMMENT.sub("", line).strip()
-        if text and not text.startswith(("#", "-")):
-            yield path.relative_to(root).as_posix(), text
+def _quoted(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'

@@ -8,6 +8,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from cachelint.vllm_range import known_releases
+
 REPO = Path(__file__).resolve().parent.parent
 DEMO = REPO / "fixtures" / "demo"
 
@@ -70,8 +72,20 @@ PYPROJECT = """\
 [project]
 name = "tiny-rl"
 version = "0.1.0"
-dependencies = ["vllm>=0.18"]
+dependencies = ["vllm>=0.18,<=0.33.0"]
 """
+# The summary's line on the supported range of `tiny_project` checked from its root.
+CHECKED = "Checked for vLLM 0.18.0\N{EN DASH}0.33.0 (pyproject.toml, dependencies).\n"
+# ... and of a project checked from its root that pins no vLLM.
+ASSUMED = (
+    f"Checked for vLLM {known_releases()[0]}\N{EN DASH}{known_releases()[-1]} "
+    "(no vLLM pin found: every known release).\n"
+)
+# What a run prints on stderr for such a project when the range matters.
+NO_PIN_WARNING = (
+    f"cachelint: warning: no vLLM pin found: every known release ({known_releases()[0]}\N{EN DASH}"
+    f'{known_releases()[-1]}) is assumed; set the range with `[tool.cachelint] vllm = ">=..."` or `--vllm`'
+)
 
 # One CL001 finding on line 4 of tiny_rl/worker.py.
 WORKER = """\

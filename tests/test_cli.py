@@ -12,8 +12,10 @@ from pathlib import Path
 
 import pytest
 from cli_runner import (
+    CHECKED,
     CLEAN,
     DEMO,
+    PYPROJECT,
     WORKER,
     cachelint,
     cachelint_on_terminal,
@@ -45,13 +47,13 @@ def project(tmp_path: Path) -> Path:
 def test_findings_exit_1_with_the_finding(project: Path) -> None:
     result = check("--output-format", "concise", cwd=project)
     assert result.code == 1
-    assert result.stdout == f"{CL001_LINE}\nFound 1 problem in 1 file.\n"
+    assert result.stdout == f"{CL001_LINE}\nFound 1 problem in 1 file.\n{CHECKED}"
     assert result.stderr == ""
 
 
 def test_clean_exit_0(project: Path) -> None:
     result = check("tiny_rl/clean.py", "--output-format", "concise", cwd=project)
-    assert (result.code, result.stdout) == (0, "All checks passed!\n")
+    assert (result.code, result.stdout) == (0, "All checks passed!\n" + CHECKED)
 
 
 def test_exit_zero_reports_but_exits_0(project: Path) -> None:
@@ -99,7 +101,7 @@ def test_statistics(project: Path) -> None:
     write_tree(project, {"tiny_rl/second.py": WORKER.replace("WorkerExtension", "OtherExtension")})
     statistics = "2  CL001  worker-only-cache-reset\n"
     result = check("--statistics", "--no-color", cwd=project)
-    assert (result.code, result.stdout) == (1, f"{statistics}\nFound 2 problems in 2 files.\n")
+    assert (result.code, result.stdout) == (1, f"{statistics}\nFound 2 problems in 2 files.\n{CHECKED}")
     result = check("--statistics", "--quiet", "--output-format", "concise", cwd=project)
     assert (result.code, result.stdout) == (1, statistics)
 
@@ -223,10 +225,10 @@ def test_stdin_filename_lints_stdin_not_the_file(project: Path) -> None:
     # On disk the file is clean; the source on stdin has the bug.
     write_tree(project, {"tiny_rl/worker.py": CLEAN})
     result = check("--stdin-filename", "tiny_rl/worker.py", "--output-format", "concise", cwd=project, stdin=WORKER)
-    assert (result.code, result.stdout) == (1, f"{CL001_LINE}\nFound 1 problem in 1 file.\n")
+    assert (result.code, result.stdout) == (1, f"{CL001_LINE}\nFound 1 problem in 1 file.\n{CHECKED}")
     # ... and the other way round.
     result = check("--stdin-filename", "tiny_rl/clean.py", "--output-format", "concise", cwd=project, stdin=CLEAN)
-    assert (result.code, result.stdout) == (0, "All checks passed!\n")
+    assert (result.code, result.stdout) == (0, "All checks passed!\n" + CHECKED)
 
 
 def test_dash_reads_stdin(project: Path) -> None:
@@ -293,7 +295,7 @@ def test_stdin_filename_need_not_exist(project: Path) -> None:
 def test_stdin_filename_uses_the_config_nearest_to_it(project: Path) -> None:
     write_tree(project, {"tiny_rl/cachelint.toml": 'ignore = ["CL001"]\n'})
     result = check("--stdin-filename", "tiny_rl/worker.py", cwd=project, stdin=WORKER)
-    assert (result.code, result.stdout) == (0, "All checks passed!\n")
+    assert (result.code, result.stdout) == (0, "All checks passed!\n" + CHECKED)
 
 
 def test_stdin_filename_force_exclude(project: Path) -> None:
@@ -301,7 +303,7 @@ def test_stdin_filename_force_exclude(project: Path) -> None:
     args = ("--stdin-filename", "tiny_rl/generated_worker.py", "--output-format", "concise")
     assert check(*args, cwd=project, stdin=WORKER).code == 1
     result = check(*args, "--force-exclude", cwd=project, stdin=WORKER)
-    assert (result.code, result.stdout) == (0, "All checks passed!\n")
+    assert (result.code, result.stdout) == (0, "All checks passed!\n" + CHECKED)
 
 
 def test_stdin_ignores_other_paths_with_a_warning(project: Path) -> None:
@@ -342,7 +344,7 @@ SUPPRESSED = {
 def test_suppressed(tmp_path: Path, source: str) -> None:
     project = tiny_project(tmp_path / "tiny", worker=source)
     result = check("--output-format", "concise", cwd=project)
-    assert (result.code, result.stdout) == (0, "All checks passed!\n")
+    assert (result.code, result.stdout) == (0, "All checks passed!\n" + CHECKED)
 
 
 def test_suppression_on_another_line_does_not_count(tmp_path: Path) -> None:
@@ -392,7 +394,7 @@ def test_add_noqa_then_clean(project: Path) -> None:
     assert (project / "tiny_rl/worker.py").read_text(encoding="utf-8") == expected
     assert (project / "tiny_rl/clean.py").read_text(encoding="utf-8") == CLEAN
     result = check(cwd=project)
-    assert (result.code, result.stdout) == (0, "All checks passed!\n")
+    assert (result.code, result.stdout) == (0, "All checks passed!\n" + CHECKED)
     result = check("--add-noqa", cwd=project)
     assert (result.code, result.stderr) == (0, "Added 0 noqa directives.\n")
 
@@ -437,7 +439,8 @@ def test_add_noqa_on_the_demo_project(tmp_path: Path) -> None:
     server = (demo / "demo_rl/rollout_server.py").read_text(encoding="utf-8")
     assert "        await self.engine.sleep(level=1)  # noqa: CL004\n" in server
     result = check("--isolated", cwd=demo)
-    assert (result.code, result.stdout) == (0, "All checks passed!\n")
+    demo_range = "Checked for vLLM 0.16.0\N{EN DASH}0.21.0 (pyproject.toml, dependencies).\n"
+    assert (result.code, result.stdout) == (0, "All checks passed!\n" + demo_range)
 
 
 def test_add_noqa_skips_lines_that_end_inside_a_string(tmp_path: Path) -> None:
@@ -480,7 +483,7 @@ def test_add_noqa_cannot_be_combined_with_fix(project: Path) -> None:
 
 
 def many_files(root: Path, count: int) -> Path:
-    files: dict[str, str | bytes] = {"pyproject.toml": '[project]\nname = "many"\n'}
+    files: dict[str, str | bytes] = {"pyproject.toml": PYPROJECT}
     files.update({f"pkg/module_{index:03}.py": f"VALUE = {index}\n" for index in range(count)})
     return write_tree(root, files)
 
@@ -489,7 +492,7 @@ def many_files(root: Path, count: int) -> Path:
 def test_progress_bar_on_a_terminal_for_many_files(tmp_path: Path) -> None:
     project = many_files(tmp_path / "many", 60)
     code, stdout, stderr = check_on_terminal("--no-color", cwd=project, terminal="stderr")
-    assert (code, stdout) == (0, b"All checks passed!\n")
+    assert (code, stdout) == (0, f"All checks passed!\n{CHECKED}".encode())
     assert b"Analysing" in stderr
     assert b"60/60 files" in stderr
     assert stderr.endswith(b"\x1b[2K")  # transient: the bar erases itself
@@ -515,7 +518,7 @@ def test_no_progress_bar(tmp_path: Path, count: int, args: list[str]) -> None:
 def test_no_progress_bar_when_piped(tmp_path: Path) -> None:
     project = many_files(tmp_path / "many", 60)
     result = check(cwd=project)
-    assert (result.code, result.stdout, result.stderr) == (0, "All checks passed!\n", "")
+    assert (result.code, result.stdout, result.stderr) == (0, "All checks passed!\n" + CHECKED, "")
 
 
 # ---------------------------------------------------------------- a reader that stops early
@@ -527,7 +530,7 @@ def many_findings(root: Path, count: int) -> Path:
         f"    def update_weights_{index}(self, weights):\n        self.model_runner.reset_encoder_cache()\n"
         for index in range(count)
     )
-    return write_tree(root, {"pyproject.toml": '[project]\nname = "many"\n', "pkg/worker.py": f"class W:\n{methods}"})
+    return write_tree(root, {"pyproject.toml": PYPROJECT, "pkg/worker.py": f"class W:\n{methods}"})
 
 
 @pytest.mark.parametrize("output_format", ["github", "json-lines", "full", "concise"])
@@ -609,7 +612,7 @@ def test_output_file_gets_the_report_and_stdout_nothing(project: Path, output_fo
 def test_output_file_exit_code_and_no_colour(project: Path) -> None:
     clean = check("--output-file", "out.txt", "tiny_rl/clean.py", cwd=project, env={"FORCE_COLOR": "1"})
     assert (clean.code, clean.stdout) == (0, "")
-    assert (project / "out.txt").read_text(encoding="utf-8") == "All checks passed!\n"
+    assert (project / "out.txt").read_text(encoding="utf-8") == "All checks passed!\n" + CHECKED
     found = check("-o", "out.txt", "--exit-zero", cwd=project, env={"FORCE_COLOR": "1"})
     assert (found.code, found.stdout) == (0, "")
     report = (project / "out.txt").read_text(encoding="utf-8")

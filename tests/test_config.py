@@ -53,11 +53,15 @@ def test_dedicated_files(project: Path, name: str) -> None:
     assert concise(cwd=project) == (0, "")
 
 
-def test_found_upward_from_the_checked_path_not_the_working_directory(tmp_path: Path, project: Path) -> None:
+def test_found_upward_from_each_checked_file_not_the_working_directory(tmp_path: Path, project: Path) -> None:
     write_tree(project, {"tiny_rl/cachelint.toml": 'ignore = ["CL001"]\n'})
     assert concise("tiny/tiny_rl/worker.py", cwd=tmp_path) == (0, "")
-    # From the project root the file below is not "upward": the finding stays.
-    code, stdout = concise("pyproject.toml", "tiny_rl/worker.py", cwd=project)
+    # Each file takes the configuration nearest to it, whatever the first path is (as ruff does) ...
+    assert concise("pyproject.toml", "tiny_rl/worker.py", cwd=project) == (0, "")
+    assert concise(".", cwd=project) == (0, "")
+    # ... and a file beside a folder is not covered by the folder's.
+    write_tree(project, {"tiny_rl/cachelint.toml": "", "tiny_rl/sub/cachelint.toml": 'ignore = ["CL001"]\n'})
+    code, stdout = concise("tiny_rl/sub", "tiny_rl/worker.py", cwd=project)
     assert code == 1
     assert stdout.startswith(FOUND)
 

@@ -15,6 +15,7 @@ import pytest
 from cachelint import docs
 from cachelint.finding import Applicability, ChainStep, Edit, Finding, Fix, Span
 from cachelint.output import FORMATS, ReportContext, render
+from cachelint.vllm_range import from_specifier
 
 SARIF_SCHEMA = Path(__file__).parent / "data" / "sarif-schema-2.1.0.json"  # a copy of the OASIS schema
 
@@ -229,7 +230,9 @@ def test_concise_quiet_and_unsafe_fixes(tmp_path: Path) -> None:
 
 
 def test_json(tmp_path: Path) -> None:
-    assert rendered([rollout_finding(), syntax_finding()], "json", context(tmp_path)) == (
+    # Each finding carries the supported range its file was checked against (null when not known).
+    ranges = {ROLLOUT: from_specifier(">=0.18,<0.20", 'pyproject.toml, extra "vllm"')}
+    assert rendered([rollout_finding(), syntax_finding()], "json", context(tmp_path, ranges=ranges)) == (
         """\
 [
   {
@@ -251,7 +254,8 @@ def test_json(tmp_path: Path) -> None:
     "noqa_row": null,
     "notes": [],
     "severity": "error",
-    "url": null
+    "url": null,
+    "vllm_range": null
   },
   {
     "cell": null,
@@ -289,7 +293,11 @@ def test_json(tmp_path: Path) -> None:
     "noqa_row": 5,
     "notes": [],
     "severity": "error",
-    "url": "https://github.com/cachelint/cachelint/blob/main/rules/CL002.md"
+    "url": "https://github.com/cachelint/cachelint/blob/main/rules/CL002.md",
+    "vllm_range": {
+      "range": "0.18.0\u20130.19.1",
+      "source": "pyproject.toml, extra \\"vllm\\""
+    }
   }
 ]
 """
@@ -305,7 +313,7 @@ def test_json_lines(tmp_path: Path) -> None:
     assert lines[0] == (
         '{"cell":null,"code":"invalid-syntax","end_location":{"column":9,"row":3},"filename":"demo_rl/broken.py",'
         '"fix":null,"help":"","location":{"column":8,"row":3},"message":"Expected \':\'",'
-        '"name":"invalid-syntax","noqa_row":null,"notes":[],"severity":"error","url":null}'
+        '"name":"invalid-syntax","noqa_row":null,"notes":[],"severity":"error","url":null,"vllm_range":null}'
     )
     assert [json.loads(line) for line in lines] == json.loads(rendered(all_findings(), "json", context(tmp_path)))
 

@@ -201,3 +201,51 @@ def test_cachelint_fix_hook_repairs_the_bug(hook_repo: tuple[Path, str], pre_com
         "try-repo", str(repo), "cachelint", "--ref", rev, "--all-files", cwd=project, home=pre_commit_home
     )
     assert check.returncode == 0, output(check)
+
+
+MONOREPO_SERVER = """\
+from vllm.v1.engine.async_llm import AsyncLLM
+
+
+async def pause(engine: AsyncLLM) -> None:
+    await engine.pause_generation(clear_cache=True)
+"""
+MONOREPO_FINDING = "a/pa/server.py:5:11: CL004 `pause_generation(...)` clears the engine's multimodal processor cache"
+
+
+@pytest.fixture
+def monorepo(tmp_path: Path) -> Path:
+    """Two projects in one git repository: `a` supports vLLM 0.18-0.19 (CL004 applies), `b` 0.22+ (it does not)."""
+    root = write_tree(
+        tmp_path / "mono",
+        {
+            "a/pyproject.toml": '[project]\nname = "a"\nversion = "0"\ndependencies = ["vllm>=0.18,<0.20"]\n',
+            "a/pa/server.py": MONOREPO_SERVER,
+            "b/pyproject.toml": '[project]\nname = "b"\nversion = "0"\ndependencies = ["vllm>=0.22,<=0.33.0"]\n',
+            "b/pb/server.py": MONOREPO_SERVER,
+        },
+    )
+    git("init", "-q", cwd=root)
+    git("add", "-A", cwd=root)
+    git("commit", "-q", "-m", "monorepo", cwd=root)
+    return root
+
+
+@pytest.mark.parametrize(
+    "selection",
+    [["--all-files"], ["--files", "b/pb/server.py", "a/pa/server.py"], ["--files", "a/pa/server.py", "b/pb/server.py"]],
+    ids=["all files", "b first", "a first"],
+)
+def test_cachelint_hook_checks_each_project_of_a_monorepo_with_its_range(
+    hook_repo: tuple[Path, str], pre_commit_home: Path, monorepo: Path, selection: list[str]
+) -> None:
+    repo, rev = hook_repo
+    result = pre_commit(
+        "try-repo", str(repo), "cachelint", "--ref", rev, *selection, cwd=monorepo, home=pre_commit_home
+    )
+    assert result.returncode == 1, output(result)
+    assert MONOREPO_FINDING in result.stdout
+    assert "b/pb/server.py" not in result.stdout
+    assert "Found 1 problem in 1 file." in result.stdout
+    assert "Checked for vLLM 0.18.0\N{EN DASH}0.19.1 (a/pyproject.toml, dependencies)." in result.stdout
+    assert "Checked for vLLM 0.22.0\N{EN DASH}0.33.0 (b/pyproject.toml, dependencies)." in result.stdout

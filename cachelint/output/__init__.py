@@ -8,6 +8,7 @@ from typing import TextIO
 
 from cachelint.finding import Finding
 from cachelint.output.context import ReportContext
+from cachelint.output.printable import printable
 
 __all__ = ["FORMATS", "STATISTICS_FORMATS", "ReportContext", "render"]
 
@@ -38,6 +39,7 @@ def render(findings: Sequence[Finding], fmt: str, out: TextIO, context: ReportCo
     if fmt in HUMAN_FORMATS and not findings and not context.fixed_count:  # most runs: no need for rich
         if not context.quiet:
             out.write(f"{_ALL_PASSED_IN_COLOR if context.color else ALL_PASSED}\n")
+            out.writelines(f"{printable(line)}\n" for line in context.range_lines())
         return
     module, name = _RENDERERS[fmt]
     renderer: Renderer = getattr(importlib.import_module(module), name)

@@ -5,8 +5,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cachelint import __version__
+
+if TYPE_CHECKING:
+    from cachelint.vllm_range import SupportedRange
 
 
 @dataclass(frozen=True)
@@ -22,3 +26,10 @@ class ReportContext:
     quiet: bool = False
     tool_version: str = __version__
     unsafe_fixes: bool = False  # --unsafe-fixes given: unsafe fixes count as fixable ([*]) too
+    projects: tuple[tuple[Path, SupportedRange], ...] = ()  # each project's root and supported vLLM range
+    ranges: Mapping[str, SupportedRange] = field(default_factory=dict)  # the range each checked file had
+
+    def range_lines(self) -> list[str]:
+        """The summary's words on the supported ranges: one line for each different one."""
+        ranges = dict.fromkeys(supported.summary() for _, supported in self.projects)
+        return [f"Checked for {summary}." for summary in ranges]

@@ -85,6 +85,7 @@ def summary(findings: Sequence[Finding], context: ReportContext) -> list[Text]:
     if context.unsafe_fixable_hidden:
         hidden = plural(context.unsafe_fixable_hidden, "hidden fix", "hidden fixes")
         lines.append(Text(f"({hidden} can be enabled with the --unsafe-fixes option.)", style="dim"))
+    lines += [Text(printable(line)) for line in context.range_lines()]
     return lines
 
 

@@ -24,11 +24,14 @@ def render_json(findings: Sequence[Finding], out: TextIO, context: ReportContext
 
 def finding_objects(findings: Sequence[Finding], context: ReportContext) -> list[dict[str, Any]]:
     rows = noqa_rows(findings, context.sources)
-    return [finding_object(finding, row) for finding, row in zip(findings, rows, strict=True)]
+    return [finding_object(finding, row, context) for finding, row in zip(findings, rows, strict=True)]
 
 
-def finding_object(finding: Finding, noqa_row: int | None) -> dict[str, Any]:
+def finding_object(finding: Finding, noqa_row: int | None, context: ReportContext | None = None) -> dict[str, Any]:
+    """ruff's fields, and `vllm_range`: the supported vLLM range the file was checked against and
+    where it came from (null when not known)."""
     span = finding.span
+    supported = context.ranges.get(finding.path) if context is not None else None
     return {
         "cell": None,  # ruff's notebook cell; cachelint checks no notebooks
         "code": finding.code,
@@ -43,6 +46,7 @@ def finding_object(finding: Finding, noqa_row: int | None) -> dict[str, Any]:
         "fix": fix_object(finding.fix) if finding.fix else None,
         "notes": list(finding.notes),
         "url": help_uri(finding.code) if finding.is_rule else None,
+        "vllm_range": {"range": supported.label(), "source": supported.source} if supported else None,
     }
 
 

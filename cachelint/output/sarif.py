@@ -71,7 +71,13 @@ def sarif_log(findings: Sequence[Finding], context: ReportContext) -> dict[str, 
             result(finding, rule_index.get(finding.code), fingerprint, context.root)
             for finding, fingerprint in zip(findings, fingerprints, strict=True)
         ],
-        "properties": {"filesChecked": context.files_checked},
+        "properties": {
+            "filesChecked": context.files_checked,
+            "supportedVllm": [
+                {"projectRoot": artifact_location(str(root), context.root), **supported.to_json()}
+                for root, supported in context.projects
+            ],
+        },
     }
     return {"$schema": SCHEMA_URI, "version": "2.1.0", "runs": [run]}
 

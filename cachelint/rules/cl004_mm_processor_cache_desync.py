@@ -169,7 +169,8 @@ def _message(event: ResetEvent, context: Context) -> str:
     versions = [r for r in context.supported.releases if DESYNC_FROM <= r < DESYNC_FIXED]
     return (
         f"`{call}` clears the engine's multimodal processor cache but not the front-end's on vLLM "
-        f"{versions[0]}-{versions[-1]} (supported here): the mirrored caches desync and the next request with "
+        f"{versions[0]}-{versions[-1]} ({context.supported.share(versions)}): the mirrored caches "
+        "desync and the next request with "
         "a repeated image fails with 'Expected a cached item for mm_hash'"
     )
 

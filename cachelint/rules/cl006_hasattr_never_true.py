@@ -86,7 +86,8 @@ def _message(probe: HasattrProbe, missing: list[Version], context: Context) -> s
     else:
         verdict = "returns the default" if getattr_probe else "is False"
         lead = (
-            f"`{_probe_text(probe)}` {verdict} on vLLM {describe_releases(missing)} (supported here): `LLM` "
+            f"`{_probe_text(probe)}` {verdict} on vLLM {describe_releases(missing)} "
+            f"({context.supported.share(missing)}): `LLM` "
             f"gained `{probe.attribute}` only in {llm_since}"
         )
     return (

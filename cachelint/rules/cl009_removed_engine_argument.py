@@ -57,7 +57,7 @@ class RemovedEngineArgument(Rule):
             yield self.finding(
                 file,
                 event.keyword_spans.get(keyword, event.span),
-                _keyword_message(event, fact, keyword, broken),
+                _keyword_message(event, fact, keyword, broken, context),
                 _keyword_help(event, fact, keyword, context),
                 fix=_keyword_fix(file, event, fact, keyword, context),
                 function=function.qualname,
@@ -81,7 +81,7 @@ class RemovedEngineArgument(Rule):
         yield self.finding(
             file,
             use.span,
-            _argument_message(use, fact, broken),
+            _argument_message(use, fact, broken, context),
             _argument_help(use, fact),
             fix=_argument_fix(file, use, fact, context),
             function=use.function,
@@ -128,12 +128,13 @@ def _owner(fact: ApiFact) -> str:
     return fact.cls.split(" ")[0]
 
 
-def _keyword_message(event: ResetEvent, fact: ApiFact, keyword: str, broken: list[Version]) -> str:
+def _keyword_message(event: ResetEvent, fact: ApiFact, keyword: str, broken: list[Version], context: Context) -> str:
     removed = fact.param_removed_in(keyword)
     effect = LOST_EFFECT.get(event.method, "the call never happens")
     return (
         f"`{_call(event)}` passes `{keyword}`, which `{_owner(fact)}.{event.method}` no longer takes from vLLM "
-        f"{removed} (supported here: {describe_releases(broken)}): the call raises TypeError there, so {effect}"
+        f"{removed} ({describe_releases(broken)}, {context.supported.share(broken)}): the call raises "
+        f"TypeError there, so {effect}"
     )
 
 
@@ -180,7 +181,7 @@ def _runs_only_from(gates: list[Gate], since: Version, context: Context) -> bool
 # -- engine arguments -----------------------------------------------------------------------------------
 
 
-def _argument_message(use: ArgumentUse, fact: EngineArgumentFact, broken: list[Version]) -> str:
+def _argument_message(use: ArgumentUse, fact: EngineArgumentFact, broken: list[Version], context: Context) -> str:
     where = {
         "keyword": f"`{use.callee}({use.name}=...)`",
         "dict": f'the key "{use.name}"',
@@ -197,8 +198,8 @@ def _argument_message(use: ArgumentUse, fact: EngineArgumentFact, broken: list[V
     if use.name == "disable_mm_preprocessor_cache":
         purpose = ", and the multimodal processor cache it meant to turn off stays on"
     return (
-        f"{where}: vLLM removed the engine argument `{use.name}` in {fact.removed_in} (supported here: "
-        f"{describe_releases(broken)}): {outcome}{purpose}"
+        f"{where}: vLLM removed the engine argument `{use.name}` in {fact.removed_in} ({describe_releases(broken)}, "
+        f"{context.supported.share(broken)}): {outcome}{purpose}"
     )
 
 

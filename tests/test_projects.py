@@ -1,0 +1,221 @@
+"""Several projects in one run (a monorepo): each file is checked with its own project's root,
+configuration and supported vLLM range, whatever the order of the paths; and every output says which
+range was used and where it came from."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from cli_runner import ASSUMED, CHECKED, NO_PIN_WARNING, WORKER, check, tiny_project, write_tree
+
+from cachelint.vllm_range import newest_known_release
+
+# Pausing with clear_cache=True desyncs the processor cache on vLLM 0.17-0.21 (CL004): a real bug in a
+# project that supports 0.18-0.19, none in one that supports 0.22 and later.
+SERVER = """\
+from vllm.v1.engine.async_llm import AsyncLLM
+
+
+class Server:
+    def __init__(self, engine: AsyncLLM) -> None:
+        self.engine = engine
+
+    async def pause(self) -> None:
+        await self.engine.pause_generation(clear_cache=True)
+"""
+PAUSE_FIXED = SERVER + "        await self.engine.reset_mm_cache()\n"
+
+A_RANGE = "Checked for vLLM 0.18.0\N{EN DASH}0.19.1 (a/pyproject.toml, dependencies)."
+B_RANGE = f"Checked for vLLM 0.22.0\N{EN DASH}{newest_known_release()} (b/pyproject.toml, dependencies)."
+B_OPEN = (
+    "cachelint: warning: the supported range (b/pyproject.toml, dependencies) reaches past vLLM "
+    f"{newest_known_release()}, the newest release cachelint knows: findings for newer releases are not known"
+)
+A_FINDINGS = ["a/pa/server.py:9:15: CL004", "a/pa/worker.py:4:9: CL001"]
+
+
+@pytest.fixture
+def monorepo(tmp_path: Path) -> Path:
+    """`a` supports vLLM 0.18-0.19 and runs every rule; `b` supports 0.22+ and ignores CL001. Both hold the
+    same two files."""
+    root = write_tree(
+        tmp_path / "mono",
+        {
+            "a/pyproject.toml": '[project]\nname = "a"\nversion = "0"\ndependencies = ["vllm>=0.18,<0.20"]\n',
+            "a/pa/__init__.py": "",
+            "a/pa/server.py": SERVER,
+            "a/pa/worker.py": WORKER,
+            "b/pyproject.toml": (
+                '[project]\nname = "b"\nversion = "0"\ndependencies = ["vllm>=0.22"]\n'
+                '[tool.cachelint]\nignore = ["CL001"]\n'
+            ),
+            "b/pb/__init__.py": "",
+            "b/pb/server.py": SERVER,
+            "b/pb/worker.py": WORKER,
+        },
+    )
+    (root / ".git").mkdir()
+    return root
+
+
+def codes(stdout: str) -> list[str]:
+    """`path:line:col: CODE` of each finding of a concise report."""
+    return [line.split(" ", 2)[0] + " " + line.split(" ", 2)[1] for line in stdout.splitlines() if ": CL" in line]
+
+
+ORDERS = {
+    "b first": ["b/pb/server.py", "b/pb/worker.py", "a/pa/server.py", "a/pa/worker.py"],
+    "a first": ["a/pa/worker.py", "a/pa/server.py", "b/pb/worker.py", "b/pb/server.py"],
+    "walked parent": ["."],
+    "project folders": ["b", "a"],
+}
+
+
+@pytest.mark.parametrize("paths", ORDERS.values(), ids=ORDERS.keys())
+def test_each_file_is_checked_with_its_own_project(monorepo: Path, paths: list[str]) -> None:
+    result = check("--output-format", "concise", "--no-cache", *paths, cwd=monorepo)
+    assert result.code == 1
+    assert codes(result.stdout) == A_FINDINGS
+    # One report: one count, then each project's range, in the order of their folders.
+    assert result.stdout.splitlines()[-4:] == [
+        "Found 2 problems in 2 files.",
+        "(1 hidden fix can be enabled with the --unsafe-fixes option.)",
+        A_RANGE,
+        B_RANGE,
+    ]
+    assert result.stderr_lines == [B_OPEN]
+
+
+def test_the_fixer_works_per_project(monorepo: Path) -> None:
+    result = check("--fix", "--unsafe-fixes", "--no-cache", "b", "a", cwd=monorepo)
+    assert (monorepo / "a/pa/server.py").read_text(encoding="utf-8") == PAUSE_FIXED
+    assert (monorepo / "b/pb/server.py").read_text(encoding="utf-8") == SERVER  # 0.22+: nothing to fix
+    assert (monorepo / "b/pb/worker.py").read_text(encoding="utf-8") == WORKER  # b ignores CL001
+    assert result.code == 1  # a's CL001 has no fix: still reported
+    assert codes(result.stdout) == ["a/pa/worker.py:4:9: CL001"]
+    assert "Fixed 1 problem." in result.stdout
+
+
+def test_add_noqa_works_per_project(monorepo: Path) -> None:
+    result = check("--add-noqa", "b/pb/server.py", "a/pa/server.py", cwd=monorepo)
+    assert (result.code, result.stderr_lines) == (0, [B_OPEN, "Added 1 noqa directive."])
+    assert "pause_generation(clear_cache=True)  # noqa: CL004\n" in (monorepo / "a/pa/server.py").read_text()
+    assert (monorepo / "b/pb/server.py").read_text(encoding="utf-8") == SERVER
+
+
+def test_json_and_sarif_carry_each_finding_s_range(monorepo: Path) -> None:
+    findings = json.loads(check("--output-format", "json", ".", cwd=monorepo).stdout)
+    assert {finding["filename"]: finding["vllm_range"] for finding in findings} == {
+        "a/pa/server.py": {"range": "0.18.0\N{EN DASH}0.19.1", "source": "a/pyproject.toml, dependencies"},
+        "a/pa/worker.py": {"range": "0.18.0\N{EN DASH}0.19.1", "source": "a/pyproject.toml, dependencies"},
+    }
+    sarif = json.loads(check("--output-format", "sarif", ".", cwd=monorepo).stdout)
+    projects = sarif["runs"][0]["properties"]["supportedVllm"]
+    assert [(p["projectRoot"]["uri"], p["range"], p["source"]) for p in projects] == [
+        ("a", "0.18.0\N{EN DASH}0.19.1", "a/pyproject.toml, dependencies"),
+        ("b", f"0.22.0\N{EN DASH}{newest_known_release()}", "b/pyproject.toml, dependencies"),
+    ]
+    assert projects[0]["pins"] == [
+        {"file": "a/pyproject.toml", "requirement": "vllm>=0.18,<0.20", "where": "dependencies"}
+    ]
+
+
+def test_show_settings_names_the_range_its_file_and_requirement(monorepo: Path) -> None:
+    result = check("--show-settings", "a/pa/server.py", cwd=monorepo)
+    assert result.code == 0
+    shown = json.loads(result.stdout)["supported-vllm"]
+    assert shown["project-root"] == "a"
+    assert shown["range"] == "0.18.0\N{EN DASH}0.19.1"
+    assert shown["source"] == "a/pyproject.toml, dependencies"
+    assert shown["pins"] == [{"file": "a/pyproject.toml", "requirement": "vllm>=0.18,<0.20", "where": "dependencies"}]
+    assert result.stderr == ""
+    # b's own settings and range
+    result = check("--show-settings", "b", cwd=monorepo)
+    shown = json.loads(result.stdout)
+    assert shown["ignore"] == ["CL001"]
+    assert shown["config-path"] == str(monorepo / "b/pyproject.toml")
+    assert shown["supported-vllm"]["range"] == f"0.22.0\N{EN DASH}{newest_known_release()}"
+    assert result.stderr_lines == [B_OPEN]
+
+
+def test_show_settings_for_a_range_set_by_configuration_or_flag(tmp_path: Path) -> None:
+    project = tiny_project(tmp_path / "tiny")
+    write_tree(project, {"cachelint.toml": 'vllm = ">=0.20,<0.21"\n'})
+    shown = json.loads(check("--show-settings", cwd=project).stdout)["supported-vllm"]
+    assert (shown["range"], shown["source"], shown["pins"]) == (
+        "0.20.0\N{EN DASH}0.20.2",
+        'cachelint.toml, vllm = ">=0.20,<0.21"',
+        [],
+    )
+    (project / "cachelint.toml").unlink()
+    pyproject = project / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text(encoding="utf-8") + '[tool.cachelint]\nvllm = "==0.19.1"\n')
+    shown = json.loads(check("--show-settings", cwd=project).stdout)["supported-vllm"]
+    assert (shown["range"], shown["source"]) == ("0.19.1", 'pyproject.toml, [tool.cachelint] vllm = "==0.19.1"')
+    shown = json.loads(check("--show-settings", "--vllm", "0.24.0", cwd=project).stdout)["supported-vllm"]
+    assert (shown["range"], shown["source"]) == ("0.24.0", '--vllm "0.24.0"')
+    result = check("--output-format", "concise", "--vllm", "0.24.0", cwd=project)
+    assert result.stdout.endswith('Checked for vLLM 0.24.0 (--vllm "0.24.0").\n')
+
+
+def test_a_project_without_a_pin_warns_once(tmp_path: Path) -> None:
+    project = tiny_project(tmp_path / "tiny", pyproject='[project]\nname = "tiny"\n')
+    write_tree(project, {"tiny_rl/second.py": WORKER.replace("WorkerExtension", "OtherExtension")})
+    result = check("--output-format", "concise", cwd=project)
+    assert result.code == 1
+    assert result.stdout.endswith(ASSUMED)
+    assert result.stderr_lines == [NO_PIN_WARNING]
+    # A run no rule can flag does not depend on the range: no warning.
+    result = check("tiny_rl/clean.py", cwd=project)
+    assert (result.code, result.stderr) == (0, "")
+    # A pin, a setting or the flag silences it.
+    assert check("--vllm", "<=0.33.0", cwd=project).stderr == ""
+
+
+def test_the_summary_names_the_range_of_a_pinned_project(tmp_path: Path) -> None:
+    project = tiny_project(tmp_path / "tiny")
+    result = check("--output-format", "concise", "tiny_rl/clean.py", cwd=project)
+    assert (result.code, result.stdout, result.stderr) == (0, "All checks passed!\n" + CHECKED, "")
+
+
+@pytest.mark.parametrize(
+    ("where", "content", "message"),
+    [
+        (
+            "cachelint.toml",
+            'vllm = ">=99"\n',
+            "{root}/cachelint.toml: `vllm` = '>=99' matches no vLLM release cachelint knows ({known})",
+        ),
+        (
+            "cachelint.toml",
+            'vllm = ">=0.20,<0.10"\n',
+            "{root}/cachelint.toml: `vllm` = '>=0.20,<0.10' matches no vLLM release cachelint knows ({known})",
+        ),
+        (
+            "pyproject.toml",
+            '[project]\nname = "p"\ndependencies = ["vllm>=99"]\n',
+            "pyproject.toml, dependencies: the vLLM pins (`vllm>=99`) match no release cachelint knows ({known}); "
+            'set the range with `[tool.cachelint] vllm = ">=..."` or `--vllm`',
+        ),
+    ],
+    ids=["setting past the facts", "contradictory setting", "pins past the facts"],
+)
+def test_an_empty_range_is_an_error(tmp_path: Path, where: str, content: str, message: str) -> None:
+    root = write_tree(tmp_path / "p", {where: content, "a.py": "import vllm\nvllm.LLM().reset_prefix_cache()\n"})
+    known = f"0.6.0\N{EN DASH}{newest_known_release()}"
+    for args in ([], ["--show-settings"], ["--fix"]):
+        result = check(*args, cwd=root)
+        assert (result.code, result.stdout) == (2, "")
+        assert result.stderr_lines == ["cachelint: error: " + message.format(root=root, known=known)]
+
+
+def test_an_empty_range_from_the_flag_is_an_error(tmp_path: Path) -> None:
+    project = tiny_project(tmp_path / "tiny")
+    result = check("--vllm", ">=99", cwd=project)
+    assert (result.code, result.stdout) == (2, "")
+    assert result.stderr_lines == [
+        f"cachelint: error: --vllm: '>=99' matches no vLLM release cachelint knows (0.6.0\N{EN DASH}"
+        f"{newest_known_release()})"
+    ]
