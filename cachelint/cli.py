@@ -16,6 +16,7 @@ import click
 from cachelint import __version__
 from cachelint.config import OUTPUT_FORMATS, ConfigError, Settings, load_settings
 from cachelint.finding import Finding
+from cachelint.output.printable import printable
 
 if TYPE_CHECKING:
     from cachelint.engine import Analysis
@@ -317,13 +318,19 @@ def clean(path: Path | None, config: Path | None, isolated: bool) -> None:
 
     start = path or Path()
     settings = resolve_settings([start], config, isolated, {})
-    folder = cache_folder(settings, find_project_root(start))
+    root = find_project_root(start)
+    folder = cache_folder(settings, root)
     try:
-        removed = remove_cache(folder)
+        outcome = remove_cache(root, folder)
     except (CacheError, OSError) as error:
         fail(str(error))
         return
-    click.echo(f"Removed {folder}" if removed else f"No cache to remove at {folder}")
+    done = {
+        "removed": f"Removed {folder}",
+        "kept-folder": f"Removed the cache files in {folder}; the folder holds other files and stays",
+        "none": f"No cache to remove at {folder}",
+    }
+    click.echo(printable(done[outcome]))
 
 
 @main.command(name="rules")

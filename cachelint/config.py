@@ -6,6 +6,7 @@ import dataclasses
 import difflib
 import hashlib
 import json
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -121,6 +122,19 @@ def _output_format(value: Any) -> str | None:
     return value if value in OUTPUT_FORMATS else None
 
 
+def cache_dir_below_root(value: str) -> str | None:
+    """`value` as a normal relative path to a folder below the project root; None when it names the
+    root, a folder above or outside it (`..`, an absolute path, `~`), or holds a NUL character."""
+    if "\0" in value or value.startswith("~") or Path(value).is_absolute():
+        return None
+    normal = os.path.normpath(value)
+    return None if normal == os.curdir or os.pardir in Path(normal).parts else normal
+
+
+def _cache_dir(value: Any) -> str | None:
+    return value if isinstance(value, str) and cache_dir_below_root(value) is not None else None
+
+
 _Converter = Callable[[Any], Any]
 
 # key in the file -> (Settings field, converter returning None on a wrong type, what was expected)
@@ -136,7 +150,7 @@ _KEYS: dict[str, tuple[str, _Converter, str]] = {
     "extend-refit-functions": ("extend_refit_functions", _string_list, "a list of function names"),
     "multimodal": ("multimodal", _boolean, "true or false"),
     "output-format": ("output_format", _output_format, "one of " + ", ".join(OUTPUT_FORMATS)),
-    "cache-dir": ("cache_dir", _string, "a folder path"),
+    "cache-dir": ("cache_dir", _cache_dir, "a folder path below the project root, relative to it"),
     "version-helpers": ("version_helpers", _string_list, "a list of function names"),
     "worker-extension-classes": ("worker_extension_classes", _string_list, "a list of class names"),
 }

@@ -553,7 +553,8 @@ def analyze(
     root = project_root or find_project_root(paths[0] if paths else Path.cwd())
     excludes = Excludes.build(root if root.is_dir() else root.parent, (*settings.exclude, *settings.extend_exclude))
     targets = discover(paths, excludes, force_exclude, virtual=frozenset(overlay or ()))
-    cache = Cache.for_run(settings, root if root.is_dir() else root.parent) if use_cache else None
+    # A root that is not on disk (the folder of a --stdin-filename that does not exist) gets no cache.
+    cache = Cache.for_run(settings, root.parent if root.is_file() else root) if use_cache else None
     analyzer = Analyzer(settings, root, overlay=overlay, cache=cache, workers=workers)
     supported = resolve_range(settings, root)
     whole = len(paths) == 1 and not force_exclude and os.path.abspath(paths[0]) == os.path.abspath(root)
