@@ -77,9 +77,13 @@ def resolve_settings(
         from cachelint.vllm_range import from_specifier
 
         try:
-            from_specifier(changes["vllm"], "--vllm")
+            supported = from_specifier(changes["vllm"], "--vllm")
         except ValueError as error:
             raise ConfigError(f"--vllm: {error}") from error
+        if not supported.releases:
+            from cachelint.config import no_release
+
+            raise ConfigError(f"--vllm: {no_release(changes['vllm'])}")
     return dataclasses.replace(settings, **changes)
 
 
