@@ -209,7 +209,7 @@ def read_config_table(path: Path) -> dict[str, Any] | None:
 
 def find_config_file(start: Path) -> Path | None:
     """The nearest config file at or above `start` (a pyproject.toml counts only with [tool.cachelint])."""
-    here = start.resolve()
+    here = Path(os.path.abspath(start))  # as named: a symbolic link's target is in another project
     if not here.is_dir():
         here = here.parent
     for folder in (here, *here.parents):

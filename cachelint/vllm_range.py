@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import configparser
+import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -82,7 +83,7 @@ _PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 
 def find_project_root(start: Path) -> Path:
     """The nearest folder at or above `start` that holds a project marker, else `start`'s folder."""
-    here = start.resolve()
+    here = Path(os.path.abspath(start))  # as named: a symbolic link's target is in another project
     if not here.is_dir():
         here = here.parent
     for folder in (here, *here.parents):
