@@ -29,8 +29,13 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def fail(message: str) -> None:
-    click.echo(f"cachelint: error: {message}", err=True)
+    report("error", message)
     sys.exit(EXIT_ERROR)
+
+
+def report(kind: str, message: str) -> None:
+    """One line on stderr; control characters (from file names, values, code) shown as pictures."""
+    click.echo(f"cachelint: {kind}: {printable(message)}", err=True)
 
 
 def handles_errors(command: F) -> F:
@@ -45,7 +50,9 @@ def handles_errors(command: F) -> F:
         except (ConfigError, MissingPathError) as error:
             fail(str(error))
         except KeyboardInterrupt:
-            fail("interrupted")
+            from cachelint.interrupts import interrupted
+
+            interrupted()
         except Exception as error:
             if os.environ.get("CACHELINT_DEBUG"):
                 raise
@@ -93,7 +100,7 @@ def read_stdin(paths: Sequence[Path], stdin_filename: Path | None) -> tuple[Path
         return None
     for path in paths:
         if path != Path("-"):
-            click.echo(f"cachelint: warning: ignoring {path}: the source is read from stdin", err=True)
+            report("warning", f"ignoring {path}: the source is read from stdin")
     path = stdin_filename or Path("-")
     if path.is_dir():
         raise ConfigError(f"--stdin-filename {path}: is a folder, expected a file name")
@@ -105,9 +112,9 @@ def run_add_noqa(analysis: Analysis, quiet: bool) -> int:
 
     outcome = add_noqa(analysis)
     for message in outcome.warnings:
-        click.echo(f"cachelint: warning: {message}", err=True)
+        report("warning", message)
     for message in outcome.errors:
-        click.echo(f"cachelint: error: {message}", err=True)
+        report("error", message)
     if not quiet:
         noun = "directive" if outcome.added == 1 else "directives"
         click.echo(f"Added {outcome.added} noqa {noun}.", err=True)
@@ -223,7 +230,7 @@ def check(
 
         outcome = fix_to_fixed_point(targets, settings, unsafe_fixes, force_exclude, use_cache=use_cache)
         for message in [*outcome.analysis.warnings, *outcome.errors]:
-            click.echo(f"cachelint: warning: {message}", err=True)
+            report("warning", message)
         if show_diff:
             for file in outcome.changed:
                 click.echo(unified_diff(file), nl=False)
@@ -233,7 +240,7 @@ def check(
             sys.exit(EXIT_FINDINGS if outcome.changed else EXIT_CLEAN)
         write_errors = write_changes(outcome)
         for message in write_errors:
-            click.echo(f"cachelint: error: {message}", err=True)
+            report("error", message)
         analysis, fixed = outcome.analysis, outcome.fixed
         if write_errors:
             before = len(analysis.findings) + fixed
@@ -256,7 +263,7 @@ def check(
                 use_cache=use_cache,
             )
         for warning in analysis.warnings:
-            click.echo(f"cachelint: warning: {warning}", err=True)
+            report("warning", warning)
     context = ReportContext(
         root=report_root(analysis.root),
         sources={path: source.text for path, source in analysis.sources.items()},

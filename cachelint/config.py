@@ -168,15 +168,44 @@ def settings_from_table(table: Mapping[str, Any], origin: str, base: Settings | 
         if converted is None:
             raise ConfigError(f"{origin}: `{key}` must be {expected}, got {value!r}")
         values[field_name] = converted
+    for key in ("exclude", "extend-exclude", "per-file-ignores"):
+        patterns = table.get(key, ())
+        for pattern in patterns:
+            if not is_pattern(pattern):
+                raise ConfigError(f"{origin}: `{key}` must hold gitignore-style patterns, got {pattern!r}")
     if "vllm" in values:
         from cachelint.vllm_range import from_specifier
 
         try:
-            from_specifier(values["vllm"], origin)
+            supported = from_specifier(values["vllm"], origin)
         except ValueError as error:
             expected = _KEYS["vllm"][2]
             raise ConfigError(f"{origin}: `vllm` must be {expected}, got {values['vllm']!r}") from error
+        if not supported.releases:
+            raise ConfigError(f"{origin}: `vllm` {no_release(values['vllm'])}")
     return dataclasses.replace(base or Settings(), **values, config_path=origin)
+
+
+def is_pattern(pattern: str) -> bool:
+    """Whether pathspec takes `pattern` as a gitignore-style pattern (it is imported only for a pattern
+    that is more than a name)."""
+    if pattern.replace("-", "").replace(".", "").replace("_", "").isalnum():
+        return True
+    import pathspec
+
+    try:
+        pathspec.GitIgnoreSpec.from_lines([pattern])
+    except ValueError:
+        return False
+    return True
+
+
+def no_release(specifier: str) -> str:
+    """The message for a vLLM specifier that no known release meets."""
+    from cachelint.facts import load_facts
+
+    releases = load_facts().releases
+    return f"{specifier!r} matches no vLLM release cachelint knows ({releases[0]} to {releases[-1]})"
 
 
 def _unknown_key_message(origin: str, key: str, dedicated: bool) -> str:
