@@ -1,4 +1,44 @@
-from cachelint.cli import main
+"""The `cachelint` program (`python -m cachelint`, and the console script)."""
+
+from __future__ import annotations
+
+import sys
+
+from cachelint import interrupts
+
+
+def main() -> None:
+    """The command line, with Ctrl-C ending it at any moment with exit 130 and no traceback: while
+    modules load, while click reads the arguments, or in a command (where click alone would print
+    "Aborted!" and exit 1)."""
+    interrupts.install()
+    try:
+        with interrupts.raising():
+            code = _run()
+    except KeyboardInterrupt:
+        interrupts.interrupted()
+    if interrupts.received():  # an interrupt swallowed on its way up (e.g. raised in a finalizer)
+        interrupts.interrupted()
+    sys.exit(code)
+
+
+def _run() -> int | str | None:
+    """The exit code of the command the arguments ask for."""
+    import click
+
+    from cachelint.cli import main as command
+
+    try:
+        result = command.main(prog_name="cachelint", standalone_mode=False)
+    except SystemExit as done:
+        return done.code
+    except click.ClickException as error:
+        error.show()
+        return error.exit_code
+    except click.Abort:  # click's word for Ctrl-C (or end of input at a prompt, which cachelint never shows)
+        raise KeyboardInterrupt from None
+    return result if isinstance(result, int) else 0
+
 
 if __name__ == "__main__":  # not when a spawned pool worker imports this module again
     main()

@@ -1,7 +1,8 @@
 """`--add-noqa`: baseline a codebase by adding `# noqa: CODES` for every current finding.
 
-Only files that were checked are edited, each written atomically with its encoding, BOM and line
-endings, and only when it did not change on disk since it was analysed. Unused suppressions (CL100)
+Only files that were checked are edited, through the fixer's `write_files` (atomically, with encoding,
+BOM and line endings, never outside the project nor a file with several hard links), and only when it
+did not change on disk since it was analysed. Unused suppressions (CL100)
 get no directive: the fix for those is to remove them (`--fix`)."""
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from pathlib import Path
 from cachelint.edits import apply_edits
 from cachelint.engine import Analysis
 from cachelint.finding import Finding
-from cachelint.fixes import write_atomically
+from cachelint.fixes import FixedFile, write_files
 from cachelint.source import SourceError, decode_source, read_file
 from cachelint.suppress import UNUSED_SUPPRESSION_CODE, add_noqa_edits
 
@@ -49,7 +50,8 @@ def add_noqa(analysis: Analysis) -> BaselineOutcome:
             continue
         path = Path(os.path.abspath(display))
         try:
-            current = decode_source(read_file(path))
+            original = read_file(path)
+            current = decode_source(original)
         except (OSError, SourceError) as error:
             outcome.errors.append(
                 f"{display}: not written: cannot read it back ({getattr(error, 'strerror', None) or error})"
@@ -58,10 +60,10 @@ def add_noqa(analysis: Analysis) -> BaselineOutcome:
         if current.text != source.text:
             outcome.errors.append(f"{display}: not written: it changed on disk since it was read")
             continue
-        try:
-            write_atomically(path, source.encode(apply_edits(source.text, edits)))
-        except OSError as error:
-            outcome.errors.append(f"{display}: not written: {error.strerror or error}")
+        file = FixedFile(path, display, source, original, apply_edits(source.text, edits))
+        errors = write_files([file], analysis.root)
+        if errors:
+            outcome.errors += errors
             continue
         outcome.added += len(edits)
         outcome.files.append(display)

@@ -5,13 +5,20 @@ that change the analysis and the cachelint code itself, so a changed file, setti
 reads a stale entry. Entries are JSON text, never pickles. Any problem with the cache (a corrupt
 database or entry, a folder that cannot be written) turns it off or skips the entry, leaving one warning
 for the caller to print; the analysis never depends on it.
+
+The cache folder is one cachelint made, below the project root, reached through no symbolic link
+(`open_folder`); `remove_cache` (`cachelint clean`) removes only the files cachelint writes there.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import hashlib
 import json
 import os
+import secrets
+import stat
 import sys
 import time
 from collections.abc import Iterable, Iterator
@@ -19,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cachelint import interrupts
 from cachelint.finding import Span
 
 if TYPE_CHECKING:
@@ -35,6 +43,9 @@ CACHEDIR_TAG = (
     "#\thttps://bford.info/cachedir/\n"
 )
 GITIGNORE = "# Automatically created by cachelint.\n*\n"
+# Every file cachelint writes in its cache folder (sqlite adds the last three beside the database):
+# `cachelint clean` removes these and nothing else.
+OWN_FILES = ("CACHEDIR.TAG", ".gitignore", DATABASE, f"{DATABASE}-wal", f"{DATABASE}-shm", f"{DATABASE}-journal")
 BUSY_TIMEOUT_SECONDS = 10.0
 # Entries not read or written for this many days are dropped when the cache is next written.
 KEEP_DAYS = 30
@@ -98,8 +109,8 @@ def code_fingerprint() -> str:
 
     package = Path(__file__).parent
     digest = hashlib.sha256(f"{__version__}\0{sys.version}".encode())
-    for path, stat in sorted(_package_files(package)):
-        digest.update(f"\0{path}\0{stat.st_size}\0{stat.st_mtime_ns}".encode())
+    for path, info in sorted(_package_files(package)):
+        digest.update(f"\0{path}\0{info.st_size}\0{info.st_mtime_ns}".encode())
     return digest.hexdigest()[:16]
 
 
@@ -114,15 +125,20 @@ def _package_files(folder: Path) -> Iterator[tuple[str, os.stat_result]]:
 
 
 def cache_folder(settings: Settings, root: Path) -> Path:
-    """Where the cache of the project at `root` lives (`cache-dir` is relative to the project root)."""
-    folder = Path(settings.cache_dir).expanduser()
-    return folder if folder.is_absolute() else root / folder
+    """Where the cache of the project at `root` lives: `cache-dir`, a folder below the project root."""
+    from cachelint.config import ConfigError, cache_dir_below_root
+
+    relative = cache_dir_below_root(settings.cache_dir)
+    if relative is None:
+        raise ConfigError(f"`cache-dir` must be a folder path below the project root, got {settings.cache_dir!r}")
+    return root / relative
 
 
 class Cache:
     """The cache of one project for one run. Lookups and writes never raise; see `warning`."""
 
-    def __init__(self, folder: Path, salt: str) -> None:
+    def __init__(self, root: Path, folder: Path, salt: str) -> None:
+        self.root = root
         self.folder = folder
         self.salt = salt.encode()
         self.warning: str | None = None
@@ -134,7 +150,7 @@ class Cache:
 
     @classmethod
     def for_run(cls, settings: Settings, root: Path) -> Cache:
-        return cls(cache_folder(settings, root), f"{code_fingerprint()}\0{settings.analysis_hash()}")
+        return cls(root, cache_folder(settings, root), f"{code_fingerprint()}\0{settings.analysis_hash()}")
 
     def key(self, raw: bytes, module: str) -> str:
         # surrogateescape: names from file names that are not UTF-8 (os.fsdecode) hash as their bytes
@@ -243,7 +259,14 @@ class Cache:
         if self._state != "closed":
             return self._connection
         try:
-            self._prepare_folder()
+            open_folder(self.root, self.folder)
+        except FileNotFoundError:  # no project folder (a --stdin-filename of a file not on disk): no cache
+            self._state = "off"
+            return None
+        except CacheError as error:
+            self._state = "off"
+            self._warn(f"not using the cache in {self.folder}: {error}; the cache is off for this run")
+            return None
         except OSError as error:
             self._turn_off("cannot create", error)
             return None
@@ -263,13 +286,6 @@ class Cache:
         self._connection = connection
         self._state = "open"
         return connection
-
-    def _prepare_folder(self) -> None:
-        self.folder.mkdir(parents=True, exist_ok=True)
-        for name, content in (("CACHEDIR.TAG", CACHEDIR_TAG), (".gitignore", GITIGNORE)):
-            path = self.folder / name
-            if not path.exists():
-                _write_atomically(path, content)
 
     def _turn_off(self, failure: str, error: BaseException) -> None:
         if self._connection is not None:
@@ -316,27 +332,120 @@ def _reason(error: BaseException) -> str:
     return str(error) or type(error).__name__
 
 
-def _write_atomically(path: Path, content: str) -> None:
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+def open_folder(root: Path, folder: Path) -> None:
+    """Make sure the cache folder `folder` below the project `root` is one cachelint may use, creating
+    it (with its CACHEDIR.TAG and .gitignore) when it is missing. CacheError when it, or a folder on
+    the way from the root, is a symbolic link, or it was not made by cachelint, or one of the files
+    cachelint writes there is not a regular file; FileNotFoundError when the root is missing."""
+    if not root.is_dir():
+        raise FileNotFoundError(errno.ENOENT, "no such folder", str(root))
+    _check_path(root, folder, create=True)
+    if not _is_tagged(folder):
+        raise CacheError("cachelint did not create this folder (it has no CACHEDIR.TAG of cachelint's)")
+    for name in OWN_FILES:
+        kind = _kind(folder / name)
+        if kind is not None and not stat.S_ISREG(kind):
+            raise CacheError(f"its {name} is {'a symbolic link' if stat.S_ISLNK(kind) else 'not a regular file'}")
+    if _kind(folder / ".gitignore") is None:
+        with contextlib.suppress(FileExistsError):
+            _write_new(folder / ".gitignore", GITIGNORE)
+
+
+def _check_path(root: Path, folder: Path, create: bool) -> bool:
+    """Whether `folder` exists, each folder from `root` to it being a real folder (not a link); with
+    `create`, the missing ones are made on the way (the last one with its tag, see `_create`)."""
+    current = root
+    parts = folder.relative_to(root).parts
+    for index, part in enumerate(parts):
+        current = current / part
+        kind = _kind(current)
+        if kind is None:
+            if not create:
+                return False
+            if index == len(parts) - 1:
+                _create(current)
+            else:
+                with contextlib.suppress(FileExistsError):
+                    current.mkdir()
+            kind = _kind(current)
+        if kind is not None and stat.S_ISLNK(kind):
+            raise CacheError(f"{current} is a symbolic link" if current != folder else "it is a symbolic link")
+        if kind is None or not stat.S_ISDIR(kind):
+            raise CacheError(f"{current} is not a folder" if current != folder else "it is not a folder")
+    return True
+
+
+def _kind(path: Path) -> int | None:
+    """The file type bits of `path` itself (a link is not followed); None when there is nothing."""
     try:
-        temporary.write_text(content, encoding="utf-8")
-        temporary.replace(path)
-    finally:
-        temporary.unlink(missing_ok=True)
+        return stat.S_IFMT(os.lstat(path).st_mode)
+    except FileNotFoundError:
+        return None
 
 
-def remove_cache(folder: Path) -> bool:
-    """Delete the cache folder; False when there is none. A folder without cachelint's CACHEDIR.TAG is
-    refused (CacheError), so that a mistaken `cache-dir` cannot delete anything else."""
-    if not folder.exists() and not folder.is_symlink():
+def _create(folder: Path) -> None:
+    """Make the cache folder with its tag and .gitignore in one step: they are written in a new folder
+    beside it, which is then renamed, so that no run ever sees the folder without its tag. When another
+    run made it first, theirs is kept."""
+    temporary = folder.with_name(f".{folder.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    with interrupts.deferred():
+        temporary.mkdir()
+        try:
+            _write_new(temporary / "CACHEDIR.TAG", CACHEDIR_TAG)
+            _write_new(temporary / ".gitignore", GITIGNORE)
+            try:
+                temporary.rename(folder)
+            except OSError as error:
+                if error.errno not in (errno.EEXIST, errno.ENOTEMPTY):
+                    raise
+        finally:
+            if _kind(temporary) is not None:
+                for name in ("CACHEDIR.TAG", ".gitignore"):
+                    (temporary / name).unlink(missing_ok=True)
+                temporary.rmdir()
+
+
+def _write_new(path: Path, content: str) -> None:
+    """Write a file that must not exist yet (never through a link)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    descriptor = os.open(path, flags, 0o666)
+    with os.fdopen(descriptor, "w", encoding="utf-8") as stream:
+        stream.write(content)
+
+
+def _is_tagged(folder: Path) -> bool:
+    """Whether `folder` holds cachelint's CACHEDIR.TAG, a regular file (never read through a link)."""
+    path = folder / "CACHEDIR.TAG"
+    if _kind(path) != stat.S_IFREG:
         return False
     try:
-        tag = (folder / "CACHEDIR.TAG").read_text(encoding="utf-8", errors="replace")
+        descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
     except OSError:
-        tag = ""
-    if folder.is_symlink() or not tag.startswith(CACHEDIR_TAG.split("\n", 2)[0]) or "cachelint" not in tag:
-        raise CacheError(f"{folder} has no CACHEDIR.TAG written by cachelint; not removing it")
-    import shutil
+        return False
+    with os.fdopen(descriptor, "rb") as stream:
+        tag = stream.read(4096)
+    return tag.startswith(CACHEDIR_TAG.split("\n", 1)[0].encode()) and b"cachelint" in tag
 
-    shutil.rmtree(folder)
-    return True
+
+def remove_cache(root: Path, folder: Path) -> str:
+    """Remove the files cachelint writes in the cache folder, then the folder if nothing else is left
+    in it; never a tree. Returns "removed", "kept-folder" (it holds other files) or "none". CacheError,
+    and nothing removed, when the folder is not one cachelint made or a link is on the way to it."""
+    try:
+        if not root.is_dir() or not _check_path(root, folder, create=False):
+            return "none"
+    except CacheError as error:
+        raise CacheError(f"not removing {folder}: {error}") from error
+    if not _is_tagged(folder):
+        raise CacheError(f"{folder} has no CACHEDIR.TAG written by cachelint; not removing it")
+    for name in OWN_FILES:
+        path = folder / name
+        if _kind(path) == stat.S_IFREG:
+            path.unlink(missing_ok=True)
+    try:
+        folder.rmdir()
+    except OSError as error:
+        if error.errno not in (errno.ENOTEMPTY, errno.EEXIST):
+            raise
+        return "kept-folder"
+    return "removed"

@@ -15,6 +15,7 @@ import click
 from cachelint import __version__
 from cachelint.config import OUTPUT_FORMATS, ConfigError, Settings, SettingsFinder, validate_selectors
 from cachelint.finding import Finding
+from cachelint.output.printable import printable
 
 if TYPE_CHECKING:
     from cachelint.engine import Analysis
@@ -30,15 +31,13 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def fail(message: str) -> None:
-    click.echo(f"cachelint: error: {message}", err=True)
+    report("error", message)
     sys.exit(EXIT_ERROR)
 
 
-def warn(message: str) -> None:
-    """One warning line on stderr; the message may quote the analysed project's files."""
-    from cachelint.output.printable import printable
-
-    click.echo(f"cachelint: warning: {printable(message)}", err=True)
+def report(kind: str, message: str) -> None:
+    """One line on stderr; control characters (from file names, values, code) shown as pictures."""
+    click.echo(f"cachelint: {kind}: {printable(message)}", err=True)
 
 
 def handles_errors(command: F) -> F:
@@ -58,7 +57,9 @@ def handles_errors(command: F) -> F:
         except (ConfigError, MissingPathError) as error:
             fail(str(error))
         except KeyboardInterrupt:
-            fail("interrupted")
+            from cachelint.interrupts import interrupted
+
+            interrupted()
         except Exception as error:
             if os.environ.get("CACHELINT_DEBUG"):
                 raise
@@ -151,7 +152,7 @@ def read_stdin(paths: Sequence[Path], stdin_filename: Path | None) -> tuple[Path
         return None
     for path in paths:
         if path != Path("-"):
-            click.echo(f"cachelint: warning: ignoring {path}: the source is read from stdin", err=True)
+            report("warning", f"ignoring {path}: the source is read from stdin")
     path = stdin_filename or Path("-")
     if path.is_dir():
         raise ConfigError(f"--stdin-filename {path}: is a folder, expected a file name")
@@ -163,9 +164,9 @@ def run_add_noqa(analysis: Analysis, quiet: bool) -> int:
 
     outcome = add_noqa(analysis)
     for message in [*analysis.warnings, *analysis.range_warnings(), *outcome.warnings]:
-        warn(message)
+        report("warning", message)
     for message in outcome.errors:
-        click.echo(f"cachelint: error: {message}", err=True)
+        report("error", message)
     if not quiet:
         noun = "directive" if outcome.added == 1 else "directives"
         click.echo(f"Added {outcome.added} noqa {noun}.", err=True)
@@ -286,7 +287,7 @@ def check(
             targets, settings, unsafe_fixes, force_exclude, use_cache=use_cache, settings_for=finder
         )
         for message in [*outcome.analysis.warnings, *outcome.analysis.range_warnings(), *outcome.errors]:
-            warn(message)
+            report("warning", message)
         if show_diff:
             for file in outcome.changed:
                 click.echo(unified_diff(file), nl=False)
@@ -296,7 +297,7 @@ def check(
             sys.exit(EXIT_FINDINGS if outcome.changed else EXIT_CLEAN)
         write_errors = write_changes(outcome)
         for message in write_errors:
-            click.echo(f"cachelint: error: {message}", err=True)
+            report("error", message)
         analysis, fixed = outcome.analysis, outcome.fixed
         if write_errors:
             before = len(analysis.findings) + fixed
@@ -320,7 +321,7 @@ def check(
                 settings_for=finder,
             )
         for warning in [*analysis.warnings, *analysis.range_warnings()]:
-            warn(warning)
+            report("warning", warning)
     context = ReportContext(
         root=report_root(analysis.root),
         sources={path: source.text for path, source in analysis.sources.items()},
@@ -356,7 +357,7 @@ def show_resolved_settings(settings: Settings, start: Path) -> None:
     shown["supported-vllm"] = {"project-root": shown_path(root), **supported.to_json()}
     click.echo(json.dumps(shown, indent=2, sort_keys=True, ensure_ascii=False))
     for warning in supported.warnings(root):
-        warn(warning)
+        report("warning", warning)
 
 
 def report_root(project_root: Path) -> Path:
@@ -415,13 +416,19 @@ def clean(path: Path | None, config: Path | None, isolated: bool) -> None:
 
     start = path or Path()
     settings = resolve_settings([start], config, isolated, {})
-    folder = cache_folder(settings, find_project_root(start))
+    root = find_project_root(start)
+    folder = cache_folder(settings, root)
     try:
-        removed = remove_cache(folder)
+        outcome = remove_cache(root, folder)
     except (CacheError, OSError) as error:
         fail(str(error))
         return
-    click.echo(f"Removed {folder}" if removed else f"No cache to remove at {folder}")
+    done = {
+        "removed": f"Removed {folder}",
+        "kept-folder": f"Removed the cache files in {folder}; the folder holds other files and stays",
+        "none": f"No cache to remove at {folder}",
+    }
+    click.echo(printable(done[outcome]))
 
 
 @main.command(name="rules")

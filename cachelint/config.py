@@ -167,6 +167,19 @@ def _output_format(value: Any) -> str | None:
     return value if value in OUTPUT_FORMATS else None
 
 
+def cache_dir_below_root(value: str) -> str | None:
+    """`value` as a normal relative path to a folder below the project root; None when it names the
+    root, a folder above or outside it (`..`, an absolute path, `~`), or holds a NUL character."""
+    if "\0" in value or value.startswith("~") or Path(value).is_absolute():
+        return None
+    normal = os.path.normpath(value)
+    return None if normal == os.curdir or os.pardir in Path(normal).parts else normal
+
+
+def _cache_dir(value: Any) -> str | None:
+    return value if isinstance(value, str) and cache_dir_below_root(value) is not None else None
+
+
 _Converter = Callable[[Any], Any]
 
 # key in the file -> (Settings field, converter returning None on a wrong type, what was expected)
@@ -182,7 +195,7 @@ _KEYS: dict[str, tuple[str, _Converter, str]] = {
     "extend-refit-functions": ("extend_refit_functions", _string_list, "a list of function names"),
     "multimodal": ("multimodal", _boolean, "true or false"),
     "output-format": ("output_format", _output_format, "one of " + ", ".join(OUTPUT_FORMATS)),
-    "cache-dir": ("cache_dir", _string, "a folder path"),
+    "cache-dir": ("cache_dir", _cache_dir, "a folder path below the project root, relative to it"),
     "version-helpers": ("version_helpers", _string_list, "a list of function names"),
     "worker-extension-classes": ("worker_extension_classes", _string_list, "a list of class names"),
 }
@@ -200,6 +213,11 @@ def settings_from_table(table: Mapping[str, Any], origin: str, base: Settings | 
         if converted is None:
             raise ConfigError(f"{origin}: `{key}` must be {expected}, got {value!r}")
         values[field_name] = converted
+    for key in ("exclude", "extend-exclude", "per-file-ignores"):
+        patterns = table.get(key, ())
+        for pattern in patterns:
+            if not is_pattern(pattern):
+                raise ConfigError(f"{origin}: `{key}` must hold gitignore-style patterns, got {pattern!r}")
     for key, field_name in SELECTOR_KEYS.items():
         if field_name in values:
             values[field_name] = validate_selectors(values[field_name], origin, key)
@@ -220,6 +238,20 @@ def settings_from_table(table: Mapping[str, Any], origin: str, base: Settings | 
             raise ConfigError(f"{origin}: `vllm` must be {expected}, got {values['vllm']!r}") from error
         values["vllm_origin"] = origin
     return dataclasses.replace(base or Settings(), **values, config_path=origin)
+
+
+def is_pattern(pattern: str) -> bool:
+    """Whether pathspec takes `pattern` as a gitignore-style pattern (it is imported only for a pattern
+    that is more than a name)."""
+    if pattern.replace("-", "").replace(".", "").replace("_", "").isalnum():
+        return True
+    import pathspec
+
+    try:
+        pathspec.GitIgnoreSpec.from_lines([pattern])
+    except ValueError:
+        return False
+    return True
 
 
 def _unknown_key_message(origin: str, key: str, dedicated: bool) -> str:
@@ -252,7 +284,7 @@ def read_config_table(path: Path) -> dict[str, Any] | None:
 
 def find_config_file(start: Path) -> Path | None:
     """The nearest config file at or above `start` (a pyproject.toml counts only with [tool.cachelint])."""
-    here = start.resolve()
+    here = Path(os.path.abspath(start))  # as named: a symbolic link's target is in another project
     if not here.is_dir():
         here = here.parent
     for folder in (here, *here.parents):

@@ -63,7 +63,7 @@ class Excludes:
 
     @functools.cached_property
     def resolved_root(self) -> Path:
-        return self.root.resolve()
+        return Path(os.path.realpath(self.root))
 
     @functools.cached_property
     def spec(self) -> pathspec.GitIgnoreSpec:
@@ -72,7 +72,7 @@ class Excludes:
         return pathspec.GitIgnoreSpec.from_lines(self.lines)
 
     def matches(self, path: Path) -> bool:
-        return self.matches_resolved(path.resolve(), path.is_dir())
+        return self.matches_resolved(Path(os.path.realpath(path)), path.is_dir())
 
     def matches_resolved(self, path: Path, is_dir: bool) -> bool:
         """`matches` for an absolute path whose folders are resolved, as a folder walk yields them."""
@@ -127,7 +127,7 @@ def _ignored_by_git(path: Path, specs: list[tuple[Path, pathspec.GitIgnoreSpec]]
 def _parent_gitignores(folder: Path) -> list[tuple[Path, pathspec.GitIgnoreSpec]]:
     """The .gitignore files of the enclosing repository above `folder`."""
     specs: list[tuple[Path, pathspec.GitIgnoreSpec]] = []
-    for parent in folder.resolve().parents:
+    for parent in Path(os.path.realpath(folder)).parents:
         spec = _gitignore(parent)
         if spec is not None:
             specs.append((parent, spec))
@@ -148,7 +148,7 @@ def walk_python_files(
     holds. `listing` is given each walked folder's entry names, by its absolute path as the yielded
     paths name it (`os.path.abspath`). Paths are yielded under `folder` as given (relative stays
     relative)."""
-    root = folder.resolve()
+    root = Path(os.path.realpath(folder))
     # A folder named explicitly is walked even when it, or a folder above it, is excluded or
     # git-ignored (as ruff and ripgrep do: `check build/`, a git-ignored pyenv or venv): then only
     # what matches below it is skipped.

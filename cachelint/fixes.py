@@ -4,7 +4,9 @@ Every round analyses the project with the edited files overlaid, picks the fixes
 (safe; unsafe too with --unsafe-fixes) whose edits do not overlap, and keeps each fix only if every
 file it touches still parses with both CPython and libcst. Nothing is written until the rounds end;
 then each changed file is written atomically (temporary file in the same folder + os.replace) with
-its encoding, BOM, line endings and mode, unless it changed on disk since it was read.
+its encoding, BOM, line endings, mode, owner and group, unless it changed on disk since it was read.
+A file outside the project (reached through a symbolic link) or with several hard links is never
+fixed (`unwritable`); --add-noqa writes through the same `write_files`.
 """
 
 from __future__ import annotations
@@ -15,14 +17,17 @@ import difflib
 import functools
 import os
 import tempfile
-from collections.abc import Callable, Sequence
+import warnings
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cachelint import interrupts
 from cachelint.config import Settings
 from cachelint.edits import apply_edits, lines_with_breaks
 from cachelint.engine import Analysis, analyze
 from cachelint.finding import Applicability, Edit, Finding, Fix
+from cachelint.output.printable import printable
 from cachelint.source import SourceError, SourceFile, decode_source, read_file
 
 MAX_ROUNDS = 10
@@ -60,10 +65,14 @@ def _absolute(display: str) -> Path:
 
 
 def _parses(text: str) -> bool:
+    """Whether CPython parses and compiles `text` (a fix must not bring `await` into a function that
+    is not `async`, say) and libcst parses it."""
     import libcst  # a tenth of a second: only when a fix is to be applied
 
     try:
-        ast.parse(text)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # SyntaxWarnings concern the code's own checks
+            compile(ast.parse(text), "<fixed>", "exec", dont_inherit=True)
         libcst.parse_module(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError, libcst.ParserSyntaxError):
         return False
@@ -113,7 +122,7 @@ class _Round:
                 self.failed.add(key)
                 self.outcome.errors.append(
                     f"{finding.path}:{finding.span.line}:{finding.span.col}: {finding.code} fix not applied: "
-                    "the result would not parse"
+                    "the result would not parse or compile"
                 )
                 return
             by_file[path] = converted
@@ -133,6 +142,10 @@ def _track(outcome: FixOutcome, analysis: Analysis, overlay: dict[Path, bytes], 
     for display, source in analysis.sources.items():
         path = _absolute(display)
         if path in outcome.files:
+            continue
+        refusal = unwritable(path, analysis.root)
+        if refusal is not None:
+            problems[path] = f"{display}: not fixed: {refusal}"
             continue
         try:
             original = overlay[path] if path in overlay else read_file(path)
@@ -154,6 +167,10 @@ def _load_extra(outcome: FixOutcome, edits: Sequence[Edit], problems: dict[Path,
     for edit in edits:
         path = _absolute(edit.path)
         if path in outcome.files or path in problems:
+            continue
+        refusal = unwritable(path, outcome.analysis.root)
+        if refusal is not None:
+            problems[path] = f"{edit.path}: not fixed: {refusal}"
             continue
         try:
             original = read_file(path)
@@ -208,47 +225,80 @@ def fix_to_fixed_point(
 
 
 def unified_diff(file: FixedFile) -> str:
-    before = lines_with_breaks(file.source.text)
-    after = lines_with_breaks(file.text)
-    return "".join(difflib.unified_diff(before, after, f"a/{file.display}", f"b/{file.display}"))
+    """The change as a unified diff; control characters in the file name and the lines are shown as
+    the other outputs show them (`printable`), line breaks kept."""
+    before = [_printable_line(line) for line in lines_with_breaks(file.source.text)]
+    after = [_printable_line(line) for line in lines_with_breaks(file.text)]
+    name = printable(file.display)
+    return "".join(difflib.unified_diff(before, after, f"a/{name}", f"b/{name}"))
+
+
+def _printable_line(line: str) -> str:
+    body = line.rstrip("\r\n")
+    return printable(body) + line[len(body) :]
+
+
+def unwritable(path: Path, root: Path) -> str | None:
+    """Why cachelint must not write the file at `path` (absolute), or None. It never writes outside the
+    project (through a symbolic link, named or found by walking, the project may reach shared or system
+    files), nor a file with several hard links (writing a new file would split them, writing in place
+    would change the other names' file, wherever they are)."""
+    real = Path(os.path.realpath(path))
+    if not real.is_relative_to(os.path.realpath(root)):
+        if real == Path(os.path.abspath(path)):
+            return "it is outside the project"
+        return f"it is a symbolic link to {real}, outside the project"
+    try:
+        links = real.stat().st_nlink
+    except OSError:
+        return None  # reading it fails next, with its own message
+    if links > 1:
+        return f"it has {links} hard links, and cachelint writes no file that has more than one name"
+    return None
 
 
 def write_changes(outcome: FixOutcome) -> list[str]:
-    """Write each changed file atomically; returns one error message per file left unwritten.
+    """Write each changed file; returns one error message per file left unwritten (see `write_files`)."""
+    return write_files(outcome.changed, outcome.analysis.root)
 
-    A file reached through a symbolic link that points outside the project is never written (the
-    project may hold links to shared or system files); one reached through two names is written once."""
+
+def write_files(files: Iterable[FixedFile], root: Path) -> list[str]:
+    """Write each file's new text atomically, unless cachelint must not write it (`unwritable`) or it
+    changed on disk since it was read; returns one error message per file left unwritten. A file
+    reached through two names is written once. Ctrl-C waits until the files are written."""
     errors = []
-    root = Path(os.path.realpath(outcome.analysis.root))
     written: set[Path] = set()
-    for file in outcome.changed:
-        real = Path(os.path.realpath(file.path))
-        if real != file.path and not real.is_relative_to(root):
-            errors.append(f"{file.display}: not written: it is a symbolic link to {real}, outside the project")
-            continue
-        if real in written:
-            continue
-        try:
-            current = read_file(file.path)
-        except OSError as error:
-            errors.append(f"{file.display}: not written: cannot read it back ({error.strerror or error})")
-            continue
-        if current != file.original:
-            errors.append(f"{file.display}: not written: it changed on disk since it was read")
-            continue
-        try:
-            write_atomically(file.path, file.source.encode(file.text))
-        except OSError as error:
-            errors.append(f"{file.display}: not written: {error.strerror or error}")
-        else:
-            written.add(real)
+    with interrupts.deferred():
+        for file in files:
+            real = Path(os.path.realpath(file.path))
+            if real in written:
+                continue
+            refusal = unwritable(file.path, root)
+            if refusal is not None:
+                errors.append(f"{file.display}: not written: {refusal}")
+                continue
+            try:
+                current = read_file(file.path)
+            except OSError as error:
+                errors.append(f"{file.display}: not written: cannot read it back ({error.strerror or error})")
+                continue
+            if current != file.original:
+                errors.append(f"{file.display}: not written: it changed on disk since it was read")
+                continue
+            try:
+                write_atomically(file.path, file.source.encode(file.text))
+            except OSError as error:
+                errors.append(f"{file.display}: not written: {error.strerror or error}")
+            else:
+                written.add(real)
     return errors
 
 
 def write_atomically(path: Path, data: bytes) -> None:
-    """Replace `path` with `data` in one step; on any error the original stays as it was."""
+    """Replace `path` with `data` in one step, keeping its mode and, where this process may set them,
+    its owner and group; on any error the original stays as it was."""
     target = Path(os.path.realpath(path))
-    mode = target.stat().st_mode
+    original = target.stat()
     handle, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".cachelint")
     temporary = Path(name)
     try:
@@ -256,9 +306,24 @@ def write_atomically(path: Path, data: bytes) -> None:
             stream.write(data)
             stream.flush()
             os.fsync(stream.fileno())
-        temporary.chmod(mode & 0o7777)
+        _keep_owner(temporary, original)
+        temporary.chmod(original.st_mode & 0o7777)  # after chown, which clears the set-id bits
         temporary.replace(target)
     except BaseException:
         with contextlib.suppress(OSError):
             temporary.unlink()
         raise
+
+
+def _keep_owner(path: Path, original: os.stat_result) -> None:
+    """Give `path` the owner and group of `original` (root may; others may set a group of theirs)."""
+    if not hasattr(os, "chown"):
+        return
+    current = path.stat()
+    if (current.st_uid, current.st_gid) == (original.st_uid, original.st_gid):
+        return
+    try:
+        os.chown(path, original.st_uid, original.st_gid)
+    except PermissionError:
+        with contextlib.suppress(PermissionError):
+            os.chown(path, -1, original.st_gid)

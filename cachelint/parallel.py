@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, TypeVar
+
+from cachelint import interrupts
 
 if TYPE_CHECKING:
     from concurrent.futures import ProcessPoolExecutor
@@ -26,6 +29,7 @@ _in_worker = False
 def _start_worker() -> None:
     global _in_worker
     _in_worker = True
+    interrupts.ignore_in_worker()
     import gc
 
     gc.disable()  # as in the parent during the analysis (see engine.collector_paused)
@@ -67,13 +71,21 @@ class Workers:
     def __enter__(self) -> Workers:
         return self
 
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
+    def __exit__(self, kind: type[BaseException] | None, *rest: object) -> None:
+        self.close(abort=kind is not None)
 
-    def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(cancel_futures=True)
-            self._pool = None
+    def close(self, abort: bool = False) -> None:
+        """Stop the workers: let them finish, or with `abort` (an error or Ctrl-C in this process) kill
+        them at once. Ctrl-C waits until they are gone, so that none is left behind."""
+        pool, self._pool = self._pool, None
+        if pool is None:
+            return
+        with interrupts.deferred():
+            if not abort:
+                pool.shutdown(cancel_futures=True)
+                return
+            _kill_workers(pool)
+            pool.shutdown(wait=False)
 
     def map(
         self,
@@ -92,13 +104,15 @@ class Workers:
         batches = _balanced_batches(sizes, min(len(items), count * BATCHES_PER_WORKER))
         results: dict[int, Result] = {}
         try:
-            outcomes = self._start(count).map(work, [[items[index] for index in batch] for batch in batches])
-            for batch, outcome in zip(batches, outcomes, strict=True):
-                results.update(zip(batch, outcome, strict=True))
+            with interrupts.deferred():  # the pool starts whole: processes, then its threads
+                pool = self._start(count)
+                futures = [pool.submit(work, [items[index] for index in batch]) for batch in batches]
+            for batch, future in zip(batches, futures, strict=True):
+                results.update(zip(batch, future.result(), strict=True))
                 if done is not None:
                     done(batch)
         except (OSError, BrokenProcessPool):  # no processes to be had: do the rest here
-            self.close()
+            self.close(abort=True)
             self.requested = 1
             rest = [index for index in range(len(items)) if index not in results]
             results.update(zip(rest, _run_here(work, items, done, rest), strict=True))
@@ -112,6 +126,22 @@ class Workers:
             context = multiprocessing.get_context("fork" if sys.platform == "linux" else None)
             self._pool = ProcessPoolExecutor(max_workers=count, mp_context=context, initializer=_start_worker)
         return self._pool
+
+
+def _kill_workers(pool: ProcessPoolExecutor) -> None:
+    """Kill the pool's workers and wait for them. Before Python 3.14 ProcessPoolExecutor can only ask
+    them to stop after their work, so this reaches into it as 3.14's `kill_workers` does; the read end
+    of its task pipe is closed too (as CPython 3.12 does for a broken pool), or the thread feeding
+    the pipe could wait forever for the dead workers to read."""
+    workers = list((getattr(pool, "_processes", None) or {}).values())
+    for process in workers:
+        process.kill()
+    for process in workers:
+        process.join(timeout=5)
+    reader = getattr(getattr(pool, "_call_queue", None), "_reader", None)
+    if reader is not None:
+        with contextlib.suppress(OSError):
+            reader.close()
 
 
 def _run_here(

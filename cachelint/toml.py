@@ -20,5 +20,9 @@ def load_toml(path: Path) -> dict[str, Any]:
             return data
     except tomllib.TOMLDecodeError as error:
         raise ValueError(f"{path}: invalid TOML: {error}") from error
+    except UnicodeDecodeError as error:
+        raise ValueError(f"{path}: invalid TOML: not UTF-8 (byte {error.start + 1}: {error.reason})") from error
+    except RecursionError as error:
+        raise ValueError(f"{path}: invalid TOML: nested too deeply") from error
     except OSError as error:
         raise ValueError(f"{path}: cannot read: {error.strerror or error}") from error

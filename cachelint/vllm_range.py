@@ -201,7 +201,7 @@ def find_project_root(start: Path) -> Path:
     setup.cfg or setup.py (not a package's module of that name), not looking above its git repository;
     else that repository's top; else the nearest folder holding a requirements*.txt; else `start`'s
     folder."""
-    here = start.resolve()
+    here = Path(os.path.abspath(start))  # as named: a symbolic link's target is in another project
     if not here.is_dir():
         here = here.parent
     folders = (here, *here.parents)
@@ -222,7 +222,7 @@ class ProjectRoots:
         absolute = Path(os.path.abspath(path))
         folder = absolute if absolute.is_dir() else absolute.parent
         found = self._project_folder(folder)
-        return found if found is not None else find_project_root(folder)
+        return found if found is not None else find_project_root(absolute)
 
     def _project_folder(self, folder: Path) -> Path | None:
         passed: list[Path] = []

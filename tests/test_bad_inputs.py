@@ -22,8 +22,9 @@ from fixture_cases import FIXTURES
 
 from cachelint.config import Settings
 from cachelint.engine import analyze
+from cachelint.facts import load_facts
 
-PYPROJECT = '[project]\nname = "bad-inputs"\ndependencies = ["vllm>=0.18"]\n'
+PYPROJECT = '[project]\nname = "bad-inputs"\ndependencies = ["vllm>=0.18,<=0.33.0"]\n'
 
 # One CL001 finding on line 10 (column 15), fixed with --unsafe-fixes into FIXED_CALL.
 BUGGY = """\
@@ -250,7 +251,62 @@ def test_diff_of_a_line_holding_other_line_separators(tmp_path: Path) -> None:
     changed = [
         line for line in result.stdout.split("\n") if line.startswith(("-", "+")) and line[:3] not in ("---", "+++")
     ]
-    assert changed == ["-" + odd + BUG_CALL, "+" + odd + FIXED_CALL]
+    shown = '        s = "a\ufffdb\ufffdc\u240cd"; '  # as pictures, like every other output shows them
+    assert changed == ["-" + shown + BUG_CALL, "+" + shown + FIXED_CALL]
+
+
+CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # what may drive a terminal (tab and line feed may not)
+
+
+def test_escape_sequences_in_names_and_code_reach_neither_the_diff_nor_stderr(tmp_path: Path) -> None:
+    """File names and lines in --diff, and every message on stderr, show control characters as pictures
+    (an OSC sequence would retitle the terminal even when stderr is a file someone later prints)."""
+    title = "\x1b]0;pwned\x07"
+    hostile = f'        s = "{title}\x1b[2J"; ' + BUG_CALL
+    root = project(tmp_path / "project", {f"pkg/{title}server.py": BUGGY.replace("        " + BUG_CALL, hostile)})
+    write_tree(tmp_path / "outside", {"real.py": BUGGY})
+    (root / f"pkg/{title}link.py").symlink_to(tmp_path / "outside" / "real.py")
+    diff = check("--diff", "--unsafe-fixes", "pkg", cwd=root)
+    assert_no_traceback(diff)
+    assert diff.code == 1
+    assert "+++ b/pkg/\u241b]0;pwned\u2407server.py\n" in diff.stdout
+    assert '+        s = "\u241b]0;pwned\u2407\u241b[2J"; ' + FIXED_CALL + "\n" in diff.stdout
+    assert "pkg/\u241b]0;pwned\u2407link.py: not fixed: it is a symbolic link to " in diff.stderr
+    missing = check(f"pkg/{title}missing.py", cwd=root)
+    assert missing.stderr_lines == ["cachelint: error: pkg/\u241b]0;pwned\u2407missing.py: No such file or directory"]
+    fixed = check("--fix", "--unsafe-fixes", "pkg", cwd=root)
+    for result in (diff, missing, fixed):
+        assert not CONTROL.search(result.stdout + result.stderr), repr(result.stdout + result.stderr)
+
+
+@pytest.mark.parametrize("output_format", ["full", "concise", "json", "json-lines", "sarif", "github"])
+def test_a_link_to_itself_is_an_unreadable_file_named_or_walked(tmp_path: Path, output_format: str) -> None:
+    project(tmp_path, {"pkg/server.py": BUGGY})
+    (tmp_path / "pkg/loop.py").symlink_to("loop.py")
+    for paths in (["pkg"], ["pkg/loop.py", "pkg/server.py"], ["pkg/loop.py"], ["--force-exclude", "pkg/loop.py"]):
+        result = check("--output-format", output_format, *paths, cwd=tmp_path)
+        assert_no_traceback(result)
+        assert (result.code, result.stderr) == (1, ""), (paths, result.stderr)
+        assert "pkg/loop.py" in result.stdout
+        assert "Too many levels of symbolic links" in result.stdout
+        if output_format in ("json", "sarif"):
+            json.loads(result.stdout)  # complete
+
+
+def test_an_unreadable_or_too_deep_config_file_is_one_line_naming_the_file(tmp_path: Path) -> None:
+    write_tree(tmp_path, {"pkg/server.py": BUGGY})
+    config = tmp_path / "pyproject.toml"
+    for content, problem in (
+        (b'[tool.cachelint]\nselect = ["CL\xff"]\n', "invalid TOML: not UTF-8 (byte 31: invalid start byte)"),
+        (b"[tool.cachelint]\nselect = " + b"[" * 2000 + b"]" * 2000 + b"\n", "invalid TOML: "),
+    ):
+        config.write_bytes(content)
+        result = check("pkg", cwd=tmp_path)
+        assert_no_traceback(result)
+        assert result.code == 2
+        [line] = result.stderr_lines
+        assert line.startswith(f"cachelint: error: {config}: {problem}"), line
+        assert "internal error" not in line
 
 
 def test_ten_megabyte_generated_file_finishes(tmp_path: Path) -> None:
@@ -439,15 +495,49 @@ def test_file_deleted_between_discovery_and_reading(tmp_path: Path) -> None:
         ('select = "CL001"', "`select` must be a list of rule codes or prefixes, got 'CL001'"),
         ("multimodal = 1", "`multimodal` must be true or false, got 1"),
         ('selekt = ["CL001"]', "unknown key `selekt` in [tool.cachelint]; did you mean `select`?"),
+        ('exclude = ["!"]', "`exclude` must hold gitignore-style patterns, got '!'"),
+        ('extend-exclude = ["docs", "\\\\"]', "`extend-exclude` must hold gitignore-style patterns, got '\\\\'"),
+        ('per-file-ignores = {"!" = ["CL001"]}', "`per-file-ignores` must hold gitignore-style patterns, got '!'"),
+        (
+            'cache-dir = "a\\u0000b"',
+            "`cache-dir` must be a folder path below the project root, relative to it, got 'a\\x00b'",
+        ),
+        ('vllm = ">=99"', "`vllm` = '>=99' matches no vLLM release cachelint knows (0.6.0\N{EN DASH}{newest})"),
+        (
+            'vllm = ">=0.20,<0.10"',
+            "`vllm` = '>=0.20,<0.10' matches no vLLM release cachelint knows (0.6.0\N{EN DASH}{newest})",
+        ),
     ],
-    ids=["wrong-type", "wrong-type-bool", "unknown-key"],
+    ids=[
+        "wrong-type",
+        "wrong-type-bool",
+        "unknown-key",
+        "bang",
+        "backslash",
+        "per-file-bang",
+        "nul",
+        "future",
+        "empty",
+    ],
 )
 def test_bad_config_is_one_line_naming_file_key_and_expectation(tmp_path: Path, table: str, expected: str) -> None:
     write_tree(tmp_path, {"pyproject.toml": f"{PYPROJECT}\n[tool.cachelint]\n{table}\n", "pkg/server.py": BUGGY})
     result = check("pkg", cwd=tmp_path)
     assert_no_traceback(result)
     assert result.code == 2
+    expected = expected.replace("{newest}", str(load_facts().releases[-1]))
     assert result.stderr_lines == [f"cachelint: error: {tmp_path.resolve() / 'pyproject.toml'}: {expected}"]
+
+
+@pytest.mark.parametrize("specifier", [">=99", ">=0.20,<0.10"])
+def test_a_vllm_flag_no_release_meets_is_an_error(tmp_path: Path, specifier: str) -> None:
+    project(tmp_path, {"pkg/server.py": BUGGY})
+    result = check("--vllm", specifier, "pkg", cwd=tmp_path)
+    assert (result.code, result.stdout) == (2, "")
+    newest = load_facts().releases[-1]
+    assert result.stderr_lines == [
+        f"cachelint: error: --vllm: {specifier!r} matches no vLLM release cachelint knows (0.6.0\N{EN DASH}{newest})"
+    ]
 
 
 # -- writing fixes -------------------------------------------------------------------------------

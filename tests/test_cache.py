@@ -5,6 +5,7 @@ and otherwise ignored; a changed setting or release never reads what an older ru
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import shutil
 import sqlite3
@@ -13,12 +14,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from cli_runner import DEMO, cachelint, check, environment
+from cli_runner import DEMO, NO_PIN_WARNING, cachelint, check, environment
 from fixture_cases import FIXTURES, Case, analyze_case, rule_cases
 
 import cachelint as package
 from cachelint import parallel
-from cachelint.cache import CACHEDIR_TAG, DATABASE, FileRecord
+from cachelint.cache import CACHEDIR_TAG, DATABASE, OWN_FILES, FileRecord
 from cachelint.config import Settings
 from cachelint.finding import Finding
 
@@ -31,8 +32,24 @@ def copy_demo(folder: Path) -> Path:
     return project
 
 
-def cached(folder: Path) -> Settings:
-    return Settings(cache_dir=str(folder))
+# The cache folder of these tests, below the project root as every cache folder is.
+CACHE = "cache"
+CACHED = Settings(cache_dir=CACHE)
+
+
+def copy_case(case: Case, folder: Path) -> Case:
+    """The case copied into `folder`: a run with the cache writes into the project it checks."""
+    target = folder / case.path.name
+    if case.path.is_dir():
+        shutil.copytree(case.path, target, ignore=shutil.ignore_patterns(".cachelint_cache", "__pycache__"))
+    else:
+        folder.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(case.path, target)
+    return Case(case.code, target)
+
+
+def cache_of(case: Case) -> Path:
+    return (case.path if case.path.is_dir() else case.path.parent) / CACHE
 
 
 def forget_runs(folder: Path) -> None:
@@ -58,21 +75,21 @@ def rewrite_file_entries(folder: Path, record: FileRecord) -> None:
 
 @pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
 def test_findings_are_identical_with_and_without_cache_serial_and_parallel(case: Case, tmp_path: Path) -> None:
+    case = copy_case(case, tmp_path)
     expected = analyze_case(case, workers=1).findings
     assert analyze_case(case, workers=2).findings == expected, "parallel differs from serial"
-    settings = cached(tmp_path / "cache")
-    assert analyze_case(case, settings, use_cache=True, workers=2).findings == expected, "cold cache (parallel)"
-    assert analyze_case(case, settings, use_cache=True, workers=1).findings == expected, "warm cache (whole run)"
-    forget_runs(tmp_path / "cache")
-    assert analyze_case(case, settings, use_cache=True, workers=1).findings == expected, "warm cache (file entries)"
-    assert analyze_case(case, settings, use_cache=True, workers=1).warnings == []
+    assert analyze_case(case, CACHED, use_cache=True, workers=2).findings == expected, "cold cache (parallel)"
+    assert analyze_case(case, CACHED, use_cache=True, workers=1).findings == expected, "warm cache (whole run)"
+    forget_runs(cache_of(case))
+    assert analyze_case(case, CACHED, use_cache=True, workers=1).findings == expected, "warm cache (file entries)"
+    assert analyze_case(case, CACHED, use_cache=True, workers=1).warnings == []
 
 
 def test_warm_run_reads_file_entries_instead_of_parsing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    settings = cached(tmp_path / "cache")
-    demo = Case("demo", DEMO)
+    settings = CACHED
+    demo = Case("demo", copy_demo(tmp_path))
     expected = analyze_case(demo, settings, use_cache=True).findings
-    forget_runs(tmp_path / "cache")
+    forget_runs(cache_of(demo))
 
     def no_parsing(tasks: object) -> list[object]:
         raise AssertionError(f"parsed although cached: {tasks}")
@@ -82,11 +99,12 @@ def test_warm_run_reads_file_entries_instead_of_parsing(tmp_path: Path, monkeypa
 
 
 def test_cache_folder_is_tagged_and_ignored_by_git(tmp_path: Path) -> None:
-    analyze_case(Case("demo", DEMO), cached(tmp_path / "cache"), use_cache=True)
-    tag = (tmp_path / "cache" / "CACHEDIR.TAG").read_text(encoding="utf-8")
+    demo = Case("demo", copy_demo(tmp_path))
+    analyze_case(demo, CACHED, use_cache=True)
+    tag = (cache_of(demo) / "CACHEDIR.TAG").read_text(encoding="utf-8")
     assert tag.startswith("Signature: 8a477f597d28d172789f06886806bc55\n")
     assert tag == CACHEDIR_TAG
-    assert (tmp_path / "cache" / ".gitignore").read_text(encoding="utf-8").splitlines()[-1] == "*"
+    assert (cache_of(demo) / ".gitignore").read_text(encoding="utf-8").splitlines()[-1] == "*"
 
 
 def test_default_cache_folder_is_in_the_project_root(tmp_path: Path) -> None:
@@ -134,7 +152,7 @@ def test_fix_parses_only_the_files_it_changed_when_the_cache_is_warm(
 
     project = copy_demo(tmp_path)
     monkeypatch.chdir(project)
-    settings = cached(tmp_path / "cache")
+    settings = CACHED
     analyze_case(Case("demo", project), settings, use_cache=True)
     parsed: list[bytes | str] = []
     examine_files = engine.examine_files
@@ -151,12 +169,12 @@ def test_fix_parses_only_the_files_it_changed_when_the_cache_is_warm(
 
 
 def test_changed_setting_never_reads_entries_of_other_settings(tmp_path: Path) -> None:
-    folder = tmp_path / "cache"
-    demo = Case("demo", DEMO)
-    analyze_case(demo, cached(folder), use_cache=True)
+    demo = Case("demo", copy_demo(tmp_path))
+    folder = cache_of(demo)
+    analyze_case(demo, CACHED, use_cache=True)
     rewrite_file_entries(folder, FileRecord(trigger=False))
-    assert analyze_case(demo, cached(folder), use_cache=True).findings == [], "the doctored entries are read"
-    changed = dataclasses.replace(cached(folder), extend_refit_functions=("some_other_refit",))
+    assert analyze_case(demo, CACHED, use_cache=True).findings == [], "the doctored entries are read"
+    changed = dataclasses.replace(CACHED, extend_refit_functions=("some_other_refit",))
     assert analyze_case(demo, changed, use_cache=True).findings == analyze_case(demo, changed).findings != []
 
 
@@ -170,19 +188,19 @@ def test_settings_hash_covers_all_but_presentation() -> None:
 
 
 def test_new_release_never_reads_entries_of_an_older_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    folder = tmp_path / "cache"
-    demo = Case("demo", DEMO)
+    demo = Case("demo", copy_demo(tmp_path))
+    folder = cache_of(demo)
     expected = analyze_case(demo).findings
-    analyze_case(demo, cached(folder), use_cache=True)
+    analyze_case(demo, CACHED, use_cache=True)
     rewrite_file_entries(folder, FileRecord(trigger=False))
     monkeypatch.setattr(package, "__version__", package.__version__ + ".post1")
-    assert analyze_case(demo, cached(folder), use_cache=True).findings == expected
+    assert analyze_case(demo, CACHED, use_cache=True).findings == expected
 
 
 def test_changed_file_is_analysed_again(tmp_path: Path) -> None:
     project = copy_demo(tmp_path)
     case = Case("demo", project)
-    settings = cached(tmp_path / "cache")
+    settings = CACHED
     before = analyze_case(case, settings, use_cache=True).findings
     changed = before[0].path
     (project / changed).write_text("\n\n" + (project / changed).read_text(encoding="utf-8"), encoding="utf-8")
@@ -212,26 +230,25 @@ def test_corrupt_database_is_ignored_and_reported_once(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("column", ["value", "summary"])
 def test_truncated_entry_is_ignored_reported_once_and_rewritten(tmp_path: Path, column: str) -> None:
-    folder = tmp_path / "cache"
-    demo = Case("demo", DEMO)
-    expected = analyze_case(demo, cached(folder), use_cache=True).findings
+    demo = Case("demo", copy_demo(tmp_path))
+    folder = cache_of(demo)
+    expected = analyze_case(demo, CACHED, use_cache=True).findings
     with sqlite3.connect(folder / DATABASE) as connection:
         connection.execute("DELETE FROM entries WHERE key LIKE 'run:%'")
         connection.execute(f"UPDATE entries SET {column} = substr({column}, 1, length({column}) / 2)")
     connection.close()
-    damaged = analyze_case(demo, cached(folder), use_cache=True)
+    damaged = analyze_case(demo, CACHED, use_cache=True)
     assert damaged.findings == expected
     assert len(damaged.warnings) == 1 and "corrupt" in damaged.warnings[0]
     forget_runs(folder)
-    repaired = analyze_case(demo, cached(folder), use_cache=True)
+    repaired = analyze_case(demo, CACHED, use_cache=True)
     assert (repaired.findings, repaired.warnings) == (expected, [])
 
 
 def test_cache_folder_that_cannot_be_created_is_reported_once(tmp_path: Path) -> None:
-    blocker = tmp_path / "a-file"
-    blocker.write_text("", encoding="utf-8")
-    demo = Case("demo", DEMO)
-    analysis = analyze_case(demo, cached(blocker / "cache"), use_cache=True)
+    demo = Case("demo", copy_demo(tmp_path))
+    (demo.path / "a-file").write_text("", encoding="utf-8")
+    analysis = analyze_case(demo, Settings(cache_dir="a-file/cache"), use_cache=True)
     assert analysis.findings == analyze_case(demo).findings
     assert len(analysis.warnings) == 1 and "the cache is off" in analysis.warnings[0]
 
@@ -259,7 +276,7 @@ def test_read_only_cache_folder_is_reported_once(tmp_path: Path) -> None:
 def test_database_that_cannot_be_written_is_reported_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     project = copy_demo(tmp_path)
     case = Case("demo", project)
-    settings = cached(tmp_path / "cache")
+    settings = CACHED
     analyze_case(case, settings, use_cache=True)
     changed = next(project.rglob("*.py"))
     changed.write_text("\n" + changed.read_text(encoding="utf-8"), encoding="utf-8")
@@ -310,6 +327,152 @@ def test_clean_refuses_a_folder_that_is_not_a_cache(tmp_path: Path) -> None:
     assert result.code == 2
     assert "not removing" in result.stderr
     assert (project / "demo_rl").is_dir()
+
+
+# -- the cache folder: one cachelint made, below the project root; `clean` removes only its files ----
+
+
+def snapshot(root: Path) -> dict[str, bytes | str | None]:
+    """Every entry under `root`: a file's bytes, a link's target (as text), None for a folder."""
+    found: dict[str, bytes | str | None] = {}
+    for folder, folders, files in os.walk(root):
+        for name in [*folders, *files]:
+            path = Path(folder, name)
+            relative = path.relative_to(root).as_posix()
+            if path.is_symlink():
+                found[relative] = str(path.readlink())
+            else:
+                found[relative] = None if path.is_dir() else path.read_bytes()
+    return found
+
+
+def user_world(tmp_path: Path, cache_dir: str | None = None) -> tuple[Path, dict[str, str]]:
+    """A git checkout of the demo below a home folder, with a folder beside it; the project and the
+    environment (HOME set to that home folder) to run cachelint in."""
+    home = tmp_path / "home"
+    (home / "notes.txt").parent.mkdir(parents=True)
+    (home / "notes.txt").write_text("mine\n", encoding="utf-8")
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "data.txt").write_text("theirs\n", encoding="utf-8")
+    project = copy_demo(home / "repo")
+    (project / ".git").mkdir()
+    (project / ".git" / "HEAD").write_text("ref: refs/heads/main\n", encoding="utf-8")
+    if cache_dir is not None:
+        table = f"[tool.cachelint]\ncache-dir = {json.dumps(cache_dir)}\n"
+        (project / "pyproject.toml").write_text(PYPROJECT_PINS + table, encoding="utf-8")
+    return project, {"HOME": str(home)}
+
+
+PYPROJECT_PINS = '[project]\nname = "demo"\ndependencies = ["vllm>=0.16,<0.22"]\n'
+
+
+@pytest.mark.parametrize(
+    "cache_dir",
+    [".", "", "~", "~/cache", "..", "../cache", "sub/../..", "OUTSIDE", "a\0b"],
+    ids=["dot", "empty", "home", "in-home", "parent", "beside", "back-up", "absolute", "nul"],
+)
+def test_cache_dir_not_below_the_project_root_is_refused_and_nothing_is_written_or_removed(
+    tmp_path: Path, cache_dir: str
+) -> None:
+    cache_dir = cache_dir.replace("OUTSIDE", str(tmp_path / "outside"))
+    project, env = user_world(tmp_path, cache_dir)
+    before = snapshot(tmp_path)
+    expected = [
+        f"cachelint: error: {project / 'pyproject.toml'}: `cache-dir` must be a folder path below the project root, "
+        f"relative to it, got {cache_dir!r}"
+    ]
+    for command in (("check", "--output-format", "concise"), ("check", "--fix"), ("clean",)):
+        result = cachelint(*command, cwd=project, env=env)
+        assert (result.code, result.stderr_lines, result.stdout) == (2, expected, ""), command
+    assert snapshot(tmp_path) == before
+
+
+@pytest.mark.parametrize("link", ["cache-folder", "folder-on-the-way", "database", "dangling-database", "wal"])
+def test_symbolic_links_in_the_cache_turn_it_off_and_nothing_outside_is_written_or_removed(
+    tmp_path: Path, link: str
+) -> None:
+    project, env = user_world(tmp_path, "build/cache" if link == "folder-on-the-way" else None)
+    outside = tmp_path / "outside"
+    cache = project / ".cachelint_cache"
+    expected = check("--no-cache", "--output-format", "concise", cwd=project, env=env)
+    if link == "cache-folder":
+        cache.symlink_to(outside, target_is_directory=True)
+        problem = "it is a symbolic link"
+    elif link == "folder-on-the-way":
+        (project / "build").symlink_to(outside, target_is_directory=True)
+        cache = project / "build" / "cache"
+        problem = f"{project / 'build'} is a symbolic link"
+    else:
+        check("--output-format", "concise", cwd=project, env=env)  # a cache cachelint made
+        name = {"wal": f"{DATABASE}-wal"}.get(link, DATABASE)
+        (cache / name).unlink(missing_ok=True)
+        (cache / name).symlink_to(outside / ("data.txt" if link != "dangling-database" else "new.sqlite3"))
+        problem = f"its {name} is a symbolic link"
+    before = snapshot(tmp_path)
+    result = check("--output-format", "concise", cwd=project, env=env)
+    assert (result.code, result.stdout) == (expected.code, expected.stdout)
+    assert result.stderr_lines == [
+        f"cachelint: warning: not using the cache in {cache}: {problem}; the cache is off for this run"
+    ]
+    assert snapshot(tmp_path) == before
+    cleaned = cachelint("clean", cwd=project, env=env)
+    assert snapshot(outside) == {"data.txt": b"theirs\n"}
+    after = snapshot(tmp_path)
+    if link in ("cache-folder", "folder-on-the-way"):
+        assert cleaned.code == 2 and "not removing" in cleaned.stderr
+        assert after == before
+    else:  # cachelint's own files go; the link stays, and so the folder
+        assert (cleaned.code, cleaned.stderr) == (0, "")
+        assert sorted(path.name for path in cache.iterdir()) == [name]
+        inside = cache.relative_to(tmp_path).as_posix() + "/"
+        assert after == {
+            key: value for key, value in before.items() if not key.startswith(inside) or key.endswith(name)
+        }
+
+
+def test_a_cache_folder_cachelint_did_not_make_is_neither_used_nor_removed(tmp_path: Path) -> None:
+    project, env = user_world(tmp_path)
+    (project / ".cachelint_cache").mkdir()
+    (project / ".cachelint_cache" / "keep.txt").write_text("a file of the user's\n", encoding="utf-8")
+    before = snapshot(tmp_path)
+    result = check("--output-format", "concise", cwd=project, env=env)
+    assert result.code == 1
+    assert result.stderr_lines == [
+        f"cachelint: warning: not using the cache in {project / '.cachelint_cache'}: cachelint did not create this "
+        "folder (it has no CACHEDIR.TAG of cachelint's); the cache is off for this run"
+    ]
+    cleaned = cachelint("clean", cwd=project, env=env)
+    assert cleaned.code == 2 and "not removing" in cleaned.stderr
+    assert snapshot(tmp_path) == before
+
+
+def test_clean_removes_only_the_files_cachelint_writes(tmp_path: Path) -> None:
+    project, env = user_world(tmp_path)
+    check("--output-format", "concise", cwd=project, env=env)
+    cache = project / ".cachelint_cache"
+    assert {path.name for path in cache.iterdir()} <= set(OWN_FILES)
+    (cache / "notes.txt").write_text("put here by hand\n", encoding="utf-8")
+    (cache / "sub").mkdir()
+    (cache / "sub" / "more.txt").write_text("and here\n", encoding="utf-8")
+    result = cachelint("clean", cwd=project, env=env)
+    assert result.code == 0
+    assert result.stdout == f"Removed the cache files in {cache}; the folder holds other files and stays\n"
+    assert snapshot(cache) == {"notes.txt": b"put here by hand\n", "sub": None, "sub/more.txt": b"and here\n"}
+
+
+@pytest.mark.parametrize("where", ["missing/deeper/server.py", "/nonexistent-cachelint-test/server.py"])
+def test_stdin_filename_in_a_folder_that_does_not_exist_creates_nothing(tmp_path: Path, where: str) -> None:
+    missing = Path(where).parent if where.startswith("/") else tmp_path / "missing"
+    assert not missing.exists()
+    top = sorted(Path("/").iterdir())
+    source = (DEMO / "demo_rl" / "worker_extension.py").read_text(encoding="utf-8")
+    result = check("--stdin-filename", where, "--output-format", "concise", cwd=tmp_path, stdin=source)
+    assert result.code == 1, result.stderr
+    # No project, so no pin, and no cache.
+    assert result.stderr_lines == [NO_PIN_WARNING.replace("found:", f"found in {where.rsplit('/', 1)[0]}:")]
+    assert not missing.exists()
+    assert list(tmp_path.iterdir()) == []
+    assert sorted(Path("/").iterdir()) == top
 
 
 def _report_pool_state(items: list[int]) -> list[tuple[int, bool]]:

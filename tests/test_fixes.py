@@ -116,3 +116,34 @@ def test_atomic_write_keeps_the_mode(tmp_path: Path) -> None:
     assert path.read_text() == "x = 2\n"
     assert path.stat().st_mode & 0o777 == 0o751
     assert [p.name for p in tmp_path.iterdir()] == ["tool.py"]
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="only root may give a file to another user")
+def test_fix_as_root_keeps_the_owner_group_and_mode(tmp_path: Path) -> None:
+    _project(tmp_path, {"pause.py": PAUSE})
+    path = tmp_path / "pause.py"
+    os.chown(path, 12345, 23456)
+    path.chmod(0o6751)  # set-id bits too, which a change of owner clears
+    result = subprocess.run(
+        [sys.executable, "-m", "cachelint", "check", "--fix", "--unsafe-fixes", "pause.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "reset_mm_cache" in path.read_text()
+    written = path.stat()
+    assert (written.st_uid, written.st_gid, written.st_mode & 0o7777) == (12345, 23456, 0o6751)
+
+
+def test_a_fix_whose_result_does_not_compile_is_not_applied(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`ast.parse` takes a `break` outside a loop; CPython's compiler does not."""
+    monkeypatch.chdir(_project(tmp_path, {"pause.py": PAUSE}))
+
+    def compiles_not(file: object, event: object, context: object) -> Fix:
+        return Fix("break it", Applicability.UNSAFE, (Edit("pause.py", Span(4, 5, 4, 5), "break\n    "),))
+
+    monkeypatch.setattr(cl004, "_fix", compiles_not)
+    outcome = fix_to_fixed_point([Path("pause.py")], Settings(), unsafe=True)
+    assert outcome.changed == []
+    assert outcome.errors == ["pause.py:4:11: CL004 fix not applied: the result would not parse or compile"]

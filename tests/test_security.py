@@ -4,16 +4,21 @@
   each would leave a marker file if it ran.
 - Config and dependency pins (pyproject.toml, setup.py) are read statically.
 - Paths in the output are inside the analysed root, also for files reached through symbolic links.
-- A symbolic link to a file outside the project is never written through by --fix (it is reported
-  and skipped); a link to a file inside it is written once.
+- A symbolic link to a file outside the project is never written through by --fix or --add-noqa,
+  whether found by walking or named on the command line (it is reported and skipped; a named link
+  does not make its target's folder the project); a link to a file inside it is written once.
+- A file with several hard links is never written (writing it would split the links, or change
+  the file under its other names, wherever they are).
 """
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
-from cli_runner import NO_PIN_WARNING, Result, check, write_tree
+import pytest
+from cli_runner import NO_PIN_WARNING, PYPROJECT, Result, check, write_tree
 
 from cachelint.vllm_range import read_supported_range
 
@@ -114,8 +119,84 @@ def test_fix_never_writes_through_a_link_to_outside_the_project(tmp_path: Path) 
     real = (outside / "real.py").resolve()
     assert result.stderr.splitlines() == [
         NO_PIN_WARNING,
-        f"cachelint: error: pkg/linked.py: not written: it is a symbolic link to {real}, outside the project",
+        f"cachelint: warning: pkg/linked.py: not fixed: it is a symbolic link to {real}, outside the project",
     ]
     assert result.code == 1
     assert "pkg/linked.py:9:15: CL001" in result.stdout  # still reported: it was not fixed
     assert "pkg/server.py" not in result.stdout
+
+
+def shared_file_project(tmp_path: Path) -> tuple[Path, Path]:
+    """A project holding `gate.py`, a symbolic link to a file of a folder beside it (which has
+    project markers and settings of its own), and `server.py`; both files have the CL001 bug."""
+    shared = write_tree(
+        tmp_path / "shared",
+        {"gate.py": BUGGY, "pyproject.toml": '[project]\nname = "shared"\n[tool.cachelint]\nignore = ["CL001"]\n'},
+    )
+    root = write_tree(tmp_path / "project", {"pyproject.toml": '[project]\nname = "p"\n', "server.py": BUGGY})
+    (root / "gate.py").symlink_to(Path("..") / "shared" / "gate.py")
+    return root, shared
+
+
+def files_under(folder: Path) -> dict[str, bytes]:
+    return {path.relative_to(folder).as_posix(): path.read_bytes() for path in folder.rglob("*") if path.is_file()}
+
+
+@pytest.mark.parametrize(
+    "named", [["gate.py"], ["gate.py", "server.py"], ["."]], ids=["link", "link-and-file", "walked"]
+)
+@pytest.mark.parametrize(
+    "flags",
+    [("--fix", "--unsafe-fixes"), ("--diff", "--unsafe-fixes"), ("--add-noqa",)],
+    ids=["fix", "diff", "add-noqa"],
+)
+def test_no_write_path_writes_through_a_link_to_outside_the_project(
+    tmp_path: Path, flags: tuple[str, ...], named: list[str]
+) -> None:
+    root, shared = shared_file_project(tmp_path)
+    before = files_under(shared)
+    result = _no_traceback(check(*flags, *named, cwd=root))
+    assert files_under(shared) == before, "the shared folder was written"
+    real = (shared / "gate.py").resolve()
+    refusal = f"gate.py: {{}}: it is a symbolic link to {real}, outside the project"
+    if flags[0] == "--add-noqa":
+        assert result.code == 2
+        assert f"cachelint: error: {refusal.format('not written')}" in result.stderr_lines
+        assert "# noqa: CL001" in (root / "server.py").read_text() or named == ["gate.py"]
+    elif flags[0] == "--diff":
+        assert f"cachelint: warning: {refusal.format('not fixed')}" in result.stderr_lines
+        assert "gate.py" not in result.stdout  # no diff for it
+        assert result.code == (0 if named == ["gate.py"] else 1)  # a diff for server.py
+    else:
+        assert f"cachelint: warning: {refusal.format('not fixed')}" in result.stderr_lines
+        assert result.code == 1
+        assert "gate.py:9:15: CL001" in result.stdout  # still reported: it was not fixed
+    # The project is the one the link is in: its cache, not one in the link target's folder.
+    assert (root / ".cachelint_cache").is_dir()
+    assert (root / "gate.py").is_symlink()
+
+
+def test_a_named_link_is_checked_with_the_settings_of_the_project_it_is_in(tmp_path: Path) -> None:
+    root, _ = shared_file_project(tmp_path)
+    result = _no_traceback(check("--output-format", "concise", "gate.py", cwd=root))
+    assert result.code == 1  # the shared folder's `ignore = ["CL001"]` does not apply
+    assert result.stdout.startswith("gate.py:9:15: CL001")
+
+
+@pytest.mark.parametrize("flags", [("--fix", "--unsafe-fixes"), ("--add-noqa",)], ids=["fix", "add-noqa"])
+def test_a_file_with_several_hard_links_is_not_written(tmp_path: Path, flags: tuple[str, ...]) -> None:
+    outside = write_tree(tmp_path / "elsewhere", {"copy.py": BUGGY})
+    root = write_tree(tmp_path / "project", {"pyproject.toml": PYPROJECT, "server.py": BUGGY})
+    os.link(outside / "copy.py", root / "linked.py")
+    result = _no_traceback(check(*flags, ".", cwd=root))
+    assert (outside / "copy.py").read_text() == BUGGY
+    assert (root / "linked.py").read_text() == BUGGY
+    assert (outside / "copy.py").samefile(root / "linked.py")
+    refusal = "linked.py: {}: it has 2 hard links, and cachelint writes no file that has more than one name"
+    if flags[0] == "--add-noqa":
+        assert f"cachelint: error: {refusal.format('not written')}" in result.stderr_lines
+        assert "# noqa: CL001" in (root / "server.py").read_text()
+    else:
+        assert result.stderr_lines == [f"cachelint: warning: {refusal.format('not fixed')}"]
+        assert (root / "server.py").read_text() == FIXED
+        assert "linked.py:9:15: CL001" in result.stdout

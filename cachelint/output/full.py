@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import difflib
+import functools
+import re
 from collections.abc import Sequence
 from typing import TextIO
 
 from rich.cells import cell_len
 from rich.text import Text
 
-from cachelint.edits import apply_edits, source_lines
-from cachelint.finding import INTERNAL_ERROR, INVALID_SYNTAX, Applicability, Finding, Span
+from cachelint.edits import apply_edits, line_starts, source_lines
+from cachelint.finding import INTERNAL_ERROR, INVALID_SYNTAX, Applicability, Edit, Finding, Span
 from cachelint.output.context import ReportContext
 from cachelint.output.human import header, make_console, print_summary, statistics
 from cachelint.output.printable import printable
@@ -36,9 +38,8 @@ def render_full(findings: Sequence[Finding], out: TextIO, context: ReportContext
             console.print()
     else:
         for finding in findings:
-            for line in finding_block(finding, context):
-                console.print(line)
-            console.print()
+            # One print per finding (rich's cost is mostly per call): its rows and a blank line.
+            console.print(*finding_block(finding, context), Text(), sep="\n")
     if not context.quiet:
         print_summary(console, findings, context)
 
@@ -46,7 +47,7 @@ def render_full(findings: Sequence[Finding], out: TextIO, context: ReportContext
 def finding_block(finding: Finding, context: ReportContext) -> list[Text]:
     rows = [header(finding, context)]
     source = None if finding.code == INTERNAL_ERROR else context.sources.get(finding.path)
-    lines = source_lines(source) if source is not None else []
+    lines = split_lines(source) if source is not None else []
     shown = shown_line_numbers(finding.span, len(lines))
     width = len(str(shown[-1] if shown else finding.span.line))
     if shown:
@@ -59,6 +60,13 @@ def finding_block(finding: Finding, context: ReportContext) -> list[Text]:
     if context.show_fixes and source is not None:
         rows += fix_diff(finding, source, indent)
     return rows
+
+
+@functools.lru_cache(maxsize=4)
+def split_lines(source: str) -> list[str]:
+    """`source_lines`, once per file rather than once per finding in it (findings come sorted by file;
+    a string keeps its hash, so a lookup costs nothing once the file's text has been hashed)."""
+    return source_lines(source)
 
 
 def shown_line_numbers(span: Span, line_count: int) -> range:
@@ -128,12 +136,33 @@ def fix_diff(finding: Finding, source: str, indent: str) -> list[Text]:
     rows = [annotation(indent, f"fix ({_APPLICABILITY_LABELS[fix.applicability]})", fix.message)]
     if not edits:
         return rows
+    # Only the edited lines and one line each side are diffed: the whole file for each finding would
+    # make --show-fixes quadratic in a file with many fixes.
+    starts = line_starts_of(source)
+    first = max(min(edit.span.line for edit in edits) - 1, 1)
+    last = min(max(edit.span.end_line for edit in edits) + 1, len(starts))
+    region = source[starts[first - 1] : starts[last] if last < len(starts) else len(source)]
+    moved = [
+        Edit(e.path, Span(e.span.line - first + 1, e.span.col, e.span.end_line - first + 1, e.span.end_col), e.content)
+        for e in edits
+    ]
     try:
-        fixed = apply_edits(source, edits)
+        fixed = apply_edits(region, moved)
     except ValueError:
         return rows
-    diff = difflib.unified_diff(source_lines(source), source_lines(fixed), n=1, lineterm="")
+    diff = difflib.unified_diff(source_lines(region), source_lines(fixed), n=1, lineterm="")
     for line in list(diff)[2:]:
+        if line.startswith("@@"):
+            line = _HUNK_START.sub(lambda match: f"{match[1]}{int(match[2]) + first - 1}", line)
         style = {"@": "cyan", "-": "red", "+": "green"}.get(line[:1], "")
         rows.append(Text(f"{indent}  {line[:1]}{printable(line[1:]).expandtabs(TAB_SIZE)}".rstrip(), style=style))
     return rows
+
+
+# The first line number of each side in a hunk header, `@@ -3,2 +3,4 @@`.
+_HUNK_START = re.compile(r"([-+])(\d+)")
+
+
+@functools.lru_cache(maxsize=4)
+def line_starts_of(source: str) -> list[int]:
+    return line_starts(source)

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path, PurePath
 
 
 def repo_relative(path: str, root: Path) -> str | None:
     """`path` (absolute, or relative to the current directory) relative to `root`; None if outside it."""
     absolute = Path(path).absolute()
-    for base in (root.absolute(), root.resolve()):
-        for candidate in (absolute, absolute.resolve()):
+    for base in (root.absolute(), Path(os.path.realpath(root))):
+        for candidate in (absolute, Path(os.path.realpath(absolute))):  # realpath: no error on a link loop
             try:
                 return candidate.relative_to(base).as_posix()
             except ValueError:

@@ -1,0 +1,165 @@
+"""Ctrl-C at any moment of a run ends it promptly with exit 130: no traceback, no hang, no worker
+process left behind, no half-written file and no temporary file or folder left.
+
+The terminal sends SIGINT to the whole foreground process group (cachelint and its pool workers),
+and so does this test, at delays spread over a `--fix` run large enough to start the process pool.
+The delays count from the moment cachelint has taken over SIGINT (a pipe tells the test): before
+that the interpreter is still starting, and a SIGINT then is Python's own business (a traceback).
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from cli_runner import environment, write_tree
+
+from cachelint import parallel
+from cachelint.cache import OWN_FILES
+from cachelint.engine import SUMMARY_COST
+
+pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads the process table in /proc")
+
+BUGGY = """\
+import vllm
+
+
+class Server{index}:
+    def __init__(self, engine):
+        self.engine = engine
+
+    async def update_weights(self, meta):
+        await self.engine.collective_rpc("update_weights_from_ipc", kwargs=meta)
+        await self.engine.collective_rpc("reset_encoder_cache")
+"""
+HELPERS = "".join(
+    f"\n\ndef helper_{k}(a, b):\n    values = [a * {k} + b for _ in range(3)]\n    return sum(values)\n"
+    for k in range(90)
+)
+FILES = 24
+
+# Runs `cachelint ARGS` as `python -m cachelint` does, after telling the test (through the file
+# descriptor in argv[1]) that cachelint's SIGINT handling is in place.
+LAUNCHER = """\
+import os, sys
+from cachelint import interrupts
+interrupts.install()
+os.write(int(sys.argv[1]), b"ready")
+os.close(int(sys.argv[1]))
+sys.argv = ["cachelint", *sys.argv[2:]]
+from cachelint.__main__ import main
+main()
+"""
+COMMAND = ("check", "--fix", "--unsafe-fixes", "--output-format", "concise", ".")
+
+
+def make_project(root: Path) -> Path:
+    files = {f"pkg/module_{index}.py": BUGGY.format(index=index) + HELPERS for index in range(FILES)}
+    return write_tree(root, {"pyproject.toml": '[project]\nname = "big"\ndependencies = ["vllm>=0.18"]\n', **files})
+
+
+def tree(root: Path) -> dict[str, bytes | None]:
+    """Every file and folder under `root` (folders as None), by relative path."""
+    return {path.relative_to(root).as_posix(): None if path.is_dir() else path.read_bytes() for path in root.rglob("*")}
+
+
+def group_members(group: int) -> list[int]:
+    """The processes of the process group `group`, zombies included."""
+    members = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[2]) == group:
+                members.append(int(entry.name))
+    return members
+
+
+def start(project: Path) -> tuple[subprocess.Popen[bytes], float]:
+    """The command in a process group of its own (as a shell runs a foreground job), once it is ready."""
+    ready, tell = os.pipe()
+    process = subprocess.Popen(
+        [sys.executable, "-c", LAUNCHER, str(tell), *COMMAND],
+        cwd=project,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=environment(),
+        pass_fds=(tell,),
+        start_new_session=True,
+    )
+    os.close(tell)
+    try:
+        assert select.select([ready], [], [], 60)[0], "cachelint did not start"
+        assert os.read(ready, 5) == b"ready"
+    finally:
+        os.close(ready)
+    return process, time.monotonic()
+
+
+def test_ctrl_c_at_any_moment_ends_the_run_with_exit_130(tmp_path: Path) -> None:
+    original = make_project(tmp_path / "original")
+    work = sum(len(path.read_bytes()) for path in original.rglob("*.py")) * SUMMARY_COST
+    assert work >= parallel.MIN_PARALLEL_WORK, "the run must be large enough to start the pool"
+    before = tree(original)
+
+    # One run left alone: how long it takes and what it writes.
+    fixed_project = tmp_path / "fixed"
+    shutil.copytree(original, fixed_project)
+    process, started = start(fixed_project)
+    _, stderr = process.communicate(timeout=300)
+    duration = time.monotonic() - started
+    assert process.returncode == 0, stderr.decode()
+    fixed = tree(fixed_project)
+    assert all(fixed[name] != before[name] for name in before if name.endswith(".py")), "every file is fixed"
+
+    delays = [duration * step / 10 for step in range(11)]
+    interrupted = with_workers = 0
+    for number, delay in enumerate(delays):
+        project = tmp_path / f"run{number}"
+        shutil.copytree(original, project)
+        process, started = start(project)
+        time.sleep(max(0.0, started + delay - time.monotonic()))
+        members = group_members(process.pid)
+        if process.poll() is not None:
+            process.communicate()
+            continue  # it ended before the signal could reach it
+        with_workers += len(members) > 1
+        os.killpg(process.pid, signal.SIGINT)  # as the terminal does: cachelint and its workers
+        try:
+            _, stderr = process.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.communicate()
+            pytest.fail(f"still running 60 s after Ctrl-C ({delay:.2f} s into the run)")
+        deadline = time.monotonic() + 5
+        while group_members(process.pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert group_members(process.pid) == [], f"processes left behind ({delay:.2f} s into the run)"
+        message = stderr.decode()
+        assert "Traceback" not in message and "Exception ignored" not in message, message
+        if process.returncode == 0:  # the signal came as it was exiting, its work done
+            assert tree(project) == fixed
+            continue
+        interrupted += 1
+        # 130 as cachelint ends it; killed by SIGINT (which a shell also reports as 130) when the
+        # signal came after cachelint had finished and the interpreter was exiting.
+        assert process.returncode in (130, -signal.SIGINT), (delay, process.returncode, message)
+        if process.returncode == 130:
+            assert message.splitlines()[-1] == "cachelint: interrupted", message
+        after = tree(project)
+        assert set(after) - set(before) <= {".cachelint_cache", *(f".cachelint_cache/{name}" for name in OWN_FILES)}
+        for name, data in before.items():
+            assert after.get(name) in (data, fixed[name]), f"{name} is neither the original nor the fixed file"
+    assert interrupted >= len(delays) // 2, "too few runs were interrupted to mean anything"
+    if parallel.available_cores() > 1:
+        assert with_workers, "no run was interrupted while its pool was running"

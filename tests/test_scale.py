@@ -1,0 +1,108 @@
+"""What grows with the input costs in proportion to it: many weight-update names, many findings, many
+fixes in one file. The bounds are several times what these take, and far below what a cost growing
+with the square of the input takes (minutes)."""
+
+from __future__ import annotations
+
+import io
+import random
+import re
+import time
+from pathlib import Path
+
+from cli_runner import DEMO
+
+from cachelint.config import DEFAULT_REFIT_FUNCTIONS, Settings
+from cachelint.engine import TRIGGER_WORDS, Triggers, analyze
+from cachelint.finding import Applicability, Edit, Finding, Fix, Span
+from cachelint.output import ReportContext, render
+
+CORPUS = [path.read_bytes() for path in sorted((DEMO.parent).rglob("*.py"))]
+
+
+def holds_a_trigger(raw: bytes, names: list[str]) -> bool:
+    """The definition: one of TRIGGER_WORDS, or `def NAME`, is in the bytes."""
+    return any(word in raw for word in (*TRIGGER_WORDS, *(f"def {name}".encode() for name in names)))
+
+
+def test_trigger_words_are_found_exactly_as_defined() -> None:
+    defined = sorted({word.decode() for raw in CORPUS for word in re.findall(rb"def (\w+)", raw)})
+    chooser = random.Random(20)
+    for _ in range(30):
+        names = chooser.sample(defined, 4) + [
+            name[: chooser.randint(1, len(name))] for name in chooser.sample(defined, 4)
+        ]
+        names += chooser.sample(["push-weights", "naïve_refit", "a.b", "", "sync weights", *DEFAULT_REFIT_FUNCTIONS], 2)
+        triggers = Triggers(names)
+        for raw in CORPUS:
+            assert triggers.held_by(raw) == holds_a_trigger(raw, names), names
+
+
+def test_fifty_thousand_weight_update_names_cost_little(tmp_path: Path) -> None:
+    names = [f"push_weights_{index}" for index in range(50_000)]
+    source = b"class Trainer:\n    def push_weights_49999(self, engine):\n        return engine\n"
+    started = time.perf_counter()
+    triggers = Triggers(names)
+    assert triggers.held_by(source)
+    assert not triggers.held_by(source.replace(b"push", b"pull"))
+    every_name = re.compile(rb"def push_weights_[0-9]")  # each holds `def push_weights_` and one of the names
+    expected = [every_name.search(raw) is not None or any(word in raw for word in TRIGGER_WORDS) for raw in CORPUS]
+    assert [triggers.held_by(raw) for raw in CORPUS] == expected
+    assert time.perf_counter() - started < 5
+    (tmp_path / "trainer.py").write_bytes(source)
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "t"\n', encoding="utf-8")
+    settings = Settings(extend_refit_functions=tuple(names))
+    started = time.perf_counter()
+    analysis = analyze([tmp_path], settings)
+    assert time.perf_counter() - started < 10
+    assert analysis.findings == []
+
+
+def test_full_output_of_twenty_thousand_findings_in_one_file() -> None:
+    count = 20_000
+    source = (
+        "class Worker:\n    def update_weights(self):\n" + "        self.model_runner.reset_encoder_cache()\n" * count
+    )
+    findings = [
+        Finding(
+            "worker.py",
+            Span(3 + index, 9, 3 + index, 48),
+            "CL001",
+            "worker-only-cache-reset",
+            "a message",
+            help="a help",
+        )
+        for index in range(count)
+    ]
+    out = io.StringIO()
+    started = time.perf_counter()
+    render(findings, "full", out, ReportContext(root=Path(), sources={"worker.py": source}))
+    assert time.perf_counter() - started < 20
+    assert out.getvalue().count("^ CL001\n") == count
+    assert f"{count + 2} |         self.model_runner.reset_encoder_cache()\n" in out.getvalue()
+
+
+def test_shown_fixes_of_five_thousand_findings_in_one_file() -> None:
+    count = 5_000
+    block = "    if VLLM >= (0, 17):\n        engine.reset_encoder_cache()\n\n"
+    source = "def sleep(engine):\n" + block * count
+    findings = []
+    for index in range(count):
+        line = 2 + 3 * index
+        edits = (
+            Edit("server.py", Span(line, 1, line + 1, 1), ""),
+            Edit("server.py", Span(line + 1, 1, line + 1, 5), ""),
+        )
+        fix = Fix("drop the gate", Applicability.SAFE, edits)
+        findings.append(
+            Finding("server.py", Span(line + 1, 9, line + 1, 37), "CL002", "version-gated-reset", "m", fix=fix)
+        )
+    out = io.StringIO()
+    started = time.perf_counter()
+    render(findings, "full", out, ReportContext(root=Path(), sources={"server.py": source}, show_fixes=True))
+    assert time.perf_counter() - started < 20
+    text = out.getvalue()
+    assert text.count("= fix (safe): drop the gate") == count
+    last = 2 + 3 * (count - 1)
+    assert f"  @@ -{last - 1},4 +{last - 1},3 @@\n" in text  # the hunk's line numbers are the file's
+    assert text.count("  -    if VLLM >= (0, 17):\n") == count
