@@ -68,6 +68,22 @@ class Fix:
         )
 
 
+@dataclass(frozen=True)
+class ChainStep:
+    """One place on the way to a finding (for CL003, a function on the weight-update path)."""
+
+    path: str
+    span: Span
+    message: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"path": self.path, "span": self.span.to_json(), "message": self.message}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ChainStep:
+        return cls(data["path"], Span.from_json(data["span"]), data["message"])
+
+
 INVALID_SYNTAX = "invalid-syntax"
 INTERNAL_ERROR = "internal-error"
 IO_ERROR = "io-error"
@@ -86,6 +102,7 @@ class Finding:
     fix: Fix | None = None
     function: str = ""
     notes: tuple[str, ...] = field(default=())
+    chain: tuple[ChainStep, ...] = ()  # the places, in order, that lead to the finding's location
 
     @property
     def is_rule(self) -> bool:
@@ -105,6 +122,7 @@ class Finding:
             "fix": self.fix.to_json() if self.fix else None,
             "function": self.function,
             "notes": list(self.notes),
+            "chain": [step.to_json() for step in self.chain],
         }
 
     @classmethod
@@ -119,4 +137,5 @@ class Finding:
             fix=Fix.from_json(data["fix"]) if data["fix"] else None,
             function=data["function"],
             notes=tuple(data["notes"]),
+            chain=tuple(ChainStep.from_json(step) for step in data["chain"]),
         )

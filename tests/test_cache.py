@@ -332,4 +332,5 @@ def test_small_work_stays_in_this_process() -> None:
 
 def test_findings_round_trip_through_json() -> None:
     findings = analyze_case(Case("demo", DEMO)).findings
+    assert any(finding.chain for finding in findings)  # CL003's path from the weight update is kept too
     assert [Finding.from_json(finding.to_json()) for finding in findings] == findings

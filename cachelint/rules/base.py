@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 from cachelint.facts import Facts
-from cachelint.finding import Finding, Fix, Span
+from cachelint.finding import ChainStep, Finding, Fix, Span
 
 if TYPE_CHECKING:
     from cachelint.config import Settings
@@ -50,6 +50,7 @@ class Rule(abc.ABC):
         help: str,
         fix: Fix | None = None,
         function: str = "",
+        chain: tuple[ChainStep, ...] = (),
     ) -> Finding:
         return Finding(
             path=file.path,
@@ -60,4 +61,5 @@ class Rule(abc.ABC):
             help=help,
             fix=fix,
             function=function,
+            chain=chain,
         )

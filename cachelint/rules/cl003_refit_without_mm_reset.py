@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from packaging.version import Version
 
 from cachelint.facts import EngineClass
-from cachelint.finding import Applicability, Finding, Fix
+from cachelint.finding import Applicability, ChainStep, Finding, Fix
 from cachelint.project import FunctionRef, Reached
 from cachelint.rules.base import Context, Rule, RuleInfo
 from cachelint.rules.events import awaits, clears_caches, engine_reset_lines, is_engine_level, style_call
@@ -49,6 +49,7 @@ class RefitWithoutMmReset(Rule):
                 _help(stale),
                 fix=_fix(file, stale, context),
                 function=stale.reached.ref.function.qualname,
+                chain=_chain(stale.reached),
             )
 
 
@@ -121,6 +122,19 @@ def _message(stale: StalePrefixReset) -> str:
         f"{stale.reached.describe_path()} resets the prefix cache only: the {caches} {plural} features "
         "computed with the old weights after every weight update"
     )
+
+
+def _chain(reached: Reached) -> tuple[ChainStep, ...]:
+    """The weight-update root and each function called on the way to the one holding the reset."""
+    steps = []
+    for index, ref in enumerate(reached.path):
+        function = ref.function
+        if index == 0:
+            message = f"the weight update starts in `{function.qualname}`"
+        else:
+            message = f"`{reached.path[index - 1].function.qualname}` calls `{function.qualname}`"
+        steps.append(ChainStep(ref.file.path, function.span, message))
+    return tuple(steps)
 
 
 def _help(stale: StalePrefixReset) -> str:
