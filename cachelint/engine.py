@@ -543,17 +543,20 @@ def analyze(
     progress: Callable[[int, int], None] | None = None,
     use_cache: bool = False,
     workers: int | None = None,
+    cache: Cache | None = None,
 ) -> Analysis:
     """Check `paths` (reporting only on them) within the project that holds them.
 
     `overlay` maps absolute paths to contents to use instead of what is on disk (fixes in progress,
     source given on stdin); such paths need not exist. `progress(done, total)` is called as files
-    are analysed. `use_cache` reads and writes the project's persistent cache. `workers` fixes the
-    number of processes (1: none); by default every core is used when there is enough to parse."""
+    are analysed. `use_cache` reads and writes the project's persistent cache; `cache`, when given,
+    is used in its place (the language server keeps unsaved buffers out of the file). `workers` fixes
+    the number of processes (1: none); by default every core is used when there is enough to parse."""
     root = project_root or find_project_root(paths[0] if paths else Path.cwd())
     excludes = Excludes.build(root if root.is_dir() else root.parent, (*settings.exclude, *settings.extend_exclude))
     targets = discover(paths, excludes, force_exclude, virtual=frozenset(overlay or ()))
-    cache = Cache.for_run(settings, root if root.is_dir() else root.parent) if use_cache else None
+    if cache is None and use_cache:
+        cache = Cache.for_run(settings, root if root.is_dir() else root.parent)
     analyzer = Analyzer(settings, root, overlay=overlay, cache=cache, workers=workers)
     supported = resolve_range(settings, root)
     whole = len(paths) == 1 and not force_exclude and os.path.abspath(paths[0]) == os.path.abspath(root)
