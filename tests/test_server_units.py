@@ -225,3 +225,23 @@ def test_scheduler_drops_stale_results_and_coalesces_requests() -> None:
     events: list[str] = []
     asyncio.run(run_scheduler(events))
     assert events == ["prepare 1", "prepare 2", "deliver 2"]
+
+
+async def run_after_quiet_spell(events: list[str]) -> None:
+    """A request after a quiet spell starts at once, whatever the debounce."""
+    delivered = asyncio.Event()
+
+    def deliver(key: str, result: str) -> None:
+        events.append(result)
+        delivered.set()
+
+    with ThreadPoolExecutor(max_workers=1) as executor:
+        scheduler: Scheduler[str, str] = Scheduler(executor, lambda key: lambda: key, deliver, lambda k, e: None)
+        scheduler.request("scope", 3600)
+        await asyncio.wait_for(delivered.wait(), 30)
+
+
+def test_scheduler_starts_at_once_after_a_quiet_spell() -> None:
+    events: list[str] = []
+    asyncio.run(run_after_quiet_spell(events))
+    assert events == ["scope"]

@@ -55,7 +55,7 @@ class BufferMemory:
     """What the analyses learnt about unsaved buffers: file records and run findings, the most
     recently used `size` of each."""
 
-    def __init__(self, size: int = 64) -> None:
+    def __init__(self, size: int = 16) -> None:
         self.size = size
         self.records: OrderedDict[str, FileRecord] = OrderedDict()
         self.runs: OrderedDict[str, list[dict[str, Any]]] = OrderedDict()

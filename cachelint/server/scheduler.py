@@ -1,4 +1,9 @@
-"""When to analyse: debounced per scope, one analysis at a time, results of a stale state dropped."""
+"""When to analyse: debounced per scope, one analysis at a time, results of a stale state dropped.
+
+The debounce is leading and trailing: a request after a quiet spell (nothing requested for `delay`)
+starts at once, so a single edit, an applied fix or an undo is checked without waiting; a request
+soon after another waits until `delay` passes without one, so a burst of keystrokes is checked once,
+after its last key (and the check its first key started is dropped as stale)."""
 
 from __future__ import annotations
 
@@ -16,6 +21,7 @@ Result = TypeVar("Result")
 @dataclass
 class _State:
     generation: int = 0  # bumped by every request: a result of an older generation is stale
+    requested_at: float = float("-inf")  # the event loop's time of the last request
     settled_generation: int = -1  # the generation whose result was delivered last
     timer: asyncio.TimerHandle | None = None
     running: bool = False
@@ -44,12 +50,17 @@ class Scheduler(Generic[Key, Result]):
         self._states: dict[Key, _State] = {}
 
     def request(self, key: Key, delay: float) -> None:
-        """Something `key`'s job depends on changed: run it after `delay` seconds without another request."""
+        """Something `key`'s job depends on changed: run it now if nothing was requested in the last
+        `delay` seconds and no job of it runs, else once `delay` seconds pass without another request."""
         state = self._states.setdefault(key, _State())
         state.generation += 1
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        quiet = now - state.requested_at >= delay and not state.running
+        state.requested_at = now
         if state.timer is not None:
             state.timer.cancel()
-        state.timer = asyncio.get_running_loop().call_later(delay, self._start, key)
+        state.timer = loop.call_later(0 if quiet else delay, self._start, key)
 
     async def settled(self, key: Key, timeout: float) -> None:
         """Return once the result for the latest request of `key` was delivered (or dropped for
