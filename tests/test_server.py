@@ -4,6 +4,7 @@ over stdio. Every wait is for a notification or a response, with a timeout; none
 from __future__ import annotations
 
 import asyncio
+import shutil
 import sys
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
@@ -18,6 +19,7 @@ from pytest_lsp.client import DEFAULT_CLIENT_FEATURES, register_lsp_features
 
 pytestmark = pytest.mark.asyncio
 
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 TIMEOUT = 60.0  # seconds; an analysis of these projects takes well under one
 FIX_ALL = "source.fixAll.cachelint"
 # Clients whose recorded capabilities differ where the server's answers do: VS Code (UTF-16, versioned
@@ -355,6 +357,41 @@ async def test_quick_fix_gives_the_fixed_text(client: RecordingClient, tmp_path:
     assert with_noqa.splitlines()[8] == '        note = "é😀"; self.engine.pause_generation()  # noqa: CL005'
 
 
+async def test_a_fix_that_spans_files_edits_them_all(client: RecordingClient, tmp_path: Path) -> None:
+    case = FIXTURES / "CL001" / "worker_extension_driver_side"
+    root = tmp_path / case.name
+    shutil.copytree(case, root)
+    package = root / "rl_sync"
+    worker = package / "worker_ext.py"
+    client.open(worker)  # only this one: the drivers are edited on disk, where the client reads them
+    [diagnostic] = await client.diagnostics_of(worker)
+    actions = await client.text_document_code_action_async(
+        types.CodeActionParams(
+            types.TextDocumentIdentifier(worker.as_uri()),
+            diagnostic.range,
+            types.CodeActionContext(diagnostics=[], only=[types.CodeActionKind.QuickFix]),
+        )
+    )
+    assert actions is not None
+    [fix] = [a for a in actions if isinstance(a, types.CodeAction) and a.title.startswith("CL001: ")]
+    assert fix.title.endswith(" (unsafe)")
+    assert fix.edit is not None
+    edits = edits_by_uri(fix.edit)
+    names = ("worker_ext.py", "async_driver.py", "sync_driver.py")
+    assert sorted(edits) == sorted((package / name).as_uri() for name in names)
+    for name in names:
+        before = (package / name).read_text(encoding="utf-8")
+        after = apply_text_edits(before, edits[(package / name).as_uri()], client.encoding)
+        assert after == (package / f"{name}.fixed").read_text(encoding="utf-8")
+    if fix.edit.document_changes is not None:  # the open file's edit is for the version analysed
+        versions = {
+            change.text_document.uri: change.text_document.version
+            for change in fix.edit.document_changes
+            if isinstance(change, types.TextDocumentEdit)
+        }
+        assert versions == {worker.as_uri(): 1, **{(package / n).as_uri(): None for n in names[1:]}}
+
+
 async def test_fix_all_applies_every_safe_fix(client: RecordingClient, tmp_path: Path) -> None:
     server = project(tmp_path, {"server.py": SERVER}) / "server.py"
     client.open(server)
@@ -463,10 +500,18 @@ async def test_closing_a_file_clears_its_diagnostics(vscode: RecordingClient, tm
 
 
 async def test_watches_project_files(vscode: RecordingClient, tmp_path: Path) -> None:
-    worker = project(tmp_path, {"worker.py": WORKER}) / "worker.py"
-    vscode.open(worker)
-    await vscode.diagnostics_of(worker)
+    root = project(tmp_path, {"rollout.py": ROLLOUT, "trainer.py": TRAINER})
+    rollout, trainer = root / "rollout.py", root / "trainer.py"
+    vscode.open(rollout)
+    assert await vscode.diagnostics_of(rollout) == []
     [registration] = vscode.registrations
     assert registration.method == types.WORKSPACE_DID_CHANGE_WATCHED_FILES
     patterns = {watcher["globPattern"] for watcher in registration.register_options["watchers"]}
     assert {"**/pyproject.toml", "**/cachelint.toml", "**/.cachelint.toml", "**/*.py"} <= patterns
+
+    mark = vscode.mark()  # a file that is not open changes on disk (a checkout, another tool's fix)
+    trainer.write_text(TRAINER.replace("pass", "await self.rollout.clear_kv_cache()"), encoding="utf-8")
+    vscode.workspace_did_change_watched_files(
+        types.DidChangeWatchedFilesParams([types.FileEvent(trainer.as_uri(), types.FileChangeType.Changed)])
+    )
+    assert "CL003" in [d.code for d in await vscode.diagnostics_of(rollout, mark)]
