@@ -106,13 +106,15 @@ class Scheduler(Generic[Key, Result]):
         if done.cancelled() or self._states.get(key) is not state:  # shutting down, or forgotten meanwhile
             return
         if generation == state.generation:
-            error = done.exception()
-            if error is None:
-                self._deliver(key, done.result())
-            else:
-                self._failed(key, error)
-            state.settled_generation = generation
-            self._wake(state)
+            try:
+                error = done.exception()
+                if error is None:
+                    self._deliver(key, done.result())
+                else:
+                    self._failed(key, error)
+            finally:  # whatever happened, nobody waits for this generation any longer
+                state.settled_generation = generation
+                self._wake(state)
         elif state.timer is None:
             self._start(key)
 
