@@ -101,16 +101,6 @@ class SourceText:
             return SourceText(self.text[:start] + change.text + self.text[end:])
         return SourceText(change.text)
 
-    def span_offsets(self, line: int, col: int, end_line: int, end_col: int) -> tuple[int, int]:
-        """The text indexes of a 1-based span (end exclusive)."""
-
-        def index(line: int, col: int) -> int:
-            if line > len(self.starts):
-                return len(self.text)
-            return min(self.starts[line - 1] + col - 1, len(self.text))
-
-        return index(line, col), index(end_line, end_col)
-
 
 @dataclass
 class Document:
