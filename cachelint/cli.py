@@ -447,3 +447,19 @@ def list_rules() -> None:
         info = item.info
         table.add_row(info.code, info.name, info.fixable, info.summary)
     Console(no_color=not use_color(False), width=200 if not sys.stdout.isatty() else None).print(table)
+
+
+@main.command()
+@handles_errors
+def server() -> None:
+    """Run the language server over stdio, for editors.
+
+    It needs the server extra: pip install 'cachelint[server]'."""
+    from cachelint.server import INSTALL_HINT, missing_dependency
+
+    missing = missing_dependency()
+    if missing is not None:
+        fail(f"`cachelint server` needs {missing}, which the server extra installs: {INSTALL_HINT}")
+    from cachelint.server.app import serve
+
+    serve()

@@ -668,6 +668,7 @@ def analyze(
     use_cache: bool = False,
     workers: int | None = None,
     settings_for: Callable[[Path], Settings] | None = None,
+    cache: Cache | None = None,
 ) -> Analysis:
     """Check `paths` (reporting only on them) within the projects that hold them.
 
@@ -678,8 +679,10 @@ def analyze(
 
     `overlay` maps absolute paths to contents to use instead of what is on disk (fixes in progress,
     source given on stdin); such paths need not exist. `progress(done, total)` is called as files
-    are analysed. `use_cache` reads and writes each project's persistent cache. `workers` fixes the
-    number of processes (1: none); by default every core is used when there is enough to parse."""
+    are analysed. `use_cache` reads and writes each project's persistent cache; `cache`, when given with
+    `project_root`, is used in its place (the language server keeps unsaved buffers out of the file).
+    `workers` fixes the number of processes (1: none); by default every core is used when there is
+    enough to parse."""
     virtual = frozenset(overlay or ())
     if project_root is not None:
         plan = ProjectPlan(project_root, settings)
@@ -694,7 +697,7 @@ def analyze(
         root = plan.root
         whole = len(paths) == 1 and not force_exclude and os.path.abspath(paths[0]) == os.path.abspath(root)
         told = _offset(progress, before)
-        analyses.append(_analyze_project(plan, whole, named, overlay, told, use_cache, workers))
+        analyses.append(_analyze_project(plan, whole, named, overlay, told, use_cache, workers, cache))
         before += analyses[-1].files_checked
     return analyses[0] if len(analyses) == 1 else _merged(analyses)
 
@@ -715,12 +718,14 @@ def _analyze_project(
     progress: Callable[[int, int], None] | None,
     use_cache: bool,
     workers: int | None,
+    cache: Cache | None = None,
 ) -> Analysis:
     root, settings, targets = plan.root, plan.settings, plan.targets
     folder = root.parent if root.is_file() else root
     supported = resolve_range(settings, root)
-    # A root that is not on disk (the folder of a --stdin-filename that does not exist) gets no cache.
-    cache = Cache.for_run(settings, root.parent if root.is_file() else root) if use_cache else None
+    if cache is None and use_cache:
+        # A root that is not on disk (the folder of a --stdin-filename that does not exist) gets no cache.
+        cache = Cache.for_run(settings, root.parent if root.is_file() else root)
     analyzer = Analyzer(settings, root, overlay=overlay, cache=cache, workers=workers)
     target_files = [analyzer.read(path, target=True) for path in targets]
     project: list[LoadedFile] = []

@@ -18,7 +18,7 @@ import functools
 import os
 import tempfile
 import warnings
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -161,7 +161,9 @@ def _track(outcome: FixOutcome, analysis: Analysis, overlay: dict[Path, bytes], 
         problems[path] = f"{display}: not fixed: {problem}"
 
 
-def _load_extra(outcome: FixOutcome, edits: Sequence[Edit], problems: dict[Path, str]) -> None:
+def _load_extra(
+    outcome: FixOutcome, edits: Sequence[Edit], problems: dict[Path, str], overlay: Mapping[Path, bytes]
+) -> None:
     """Files outside the checked paths that a cross-file fix edits (the driver side of CL001); not a
     checked file `_track` left out (its edits were made for bytes it no longer holds)."""
     for edit in edits:
@@ -173,7 +175,7 @@ def _load_extra(outcome: FixOutcome, edits: Sequence[Edit], problems: dict[Path,
             problems[path] = f"{edit.path}: not fixed: {refusal}"
             continue
         try:
-            original = read_file(path)
+            original = overlay[path] if path in overlay else read_file(path)
             source = decode_source(original)
         except (OSError, SourceError):
             continue
@@ -188,10 +190,14 @@ def fix_to_fixed_point(
     project_root: Path | None = None,
     use_cache: bool = False,
     settings_for: Callable[[Path], Settings] | None = None,
+    overlay: Mapping[Path, bytes] | None = None,
+    workers: int | None = None,
 ) -> FixOutcome:
     """Apply every allowed fix, re-analysing after each round, until nothing changes (bounded).
-    `use_cache` and `settings_for` (each file's settings, so each project's): as `analyze` takes them."""
-    overlay: dict[Path, bytes] = {}
+    `use_cache`, `settings_for` (each file's settings, so each project's), `overlay` (contents to use
+    instead of the files', e.g. an editor's unsaved buffers) and `workers` are passed to `analyze`.
+    The outcome's files start from the overlaid contents."""
+    overlay = dict(overlay or {})
     failed: set[tuple[str, str, int, int]] = set()
     problems: dict[Path, str] = {}  # files that could not be tracked (yet)
     run = functools.partial(
@@ -202,15 +208,16 @@ def fix_to_fixed_point(
         force_exclude=force_exclude,
         use_cache=use_cache,
         settings_for=settings_for,
+        workers=workers,
     )
-    analysis = run()
+    analysis = run(overlay=overlay)
     outcome = FixOutcome(analysis)
     for _ in range(MAX_ROUNDS):
         _track(outcome, analysis, overlay, problems)
         round_ = _Round(outcome, failed)
         for finding in analysis.findings:
             if finding.fix is not None and allowed(finding.fix, unsafe):
-                _load_extra(outcome, finding.fix.edits, problems)
+                _load_extra(outcome, finding.fix.edits, problems, overlay)
                 round_.offer(finding, finding.fix)
         if not round_.applied:
             break

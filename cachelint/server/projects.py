@@ -1,0 +1,63 @@
+"""Which project a file belongs to, with which settings: resolved as the command line resolves them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from cachelint.config import CONFIG_FILE_NAMES, ConfigError, Settings, read_config_table
+
+# Files whose change may change the settings, the project root or the supported vLLM range.
+PROJECT_FILE_PATTERNS = (
+    *CONFIG_FILE_NAMES,
+    "setup.py",
+    "setup.cfg",
+    "requirements*.txt",
+    "requirements/*.txt",
+)
+
+
+@dataclass(frozen=True)
+class Scope:
+    """A project root and the settings its files are checked with: files of one scope are analysed
+    together, so that a change to one re-checks the others."""
+
+    root: Path
+    settings: Settings
+
+
+def resolve_scope(path: Path) -> Scope:
+    """The scope of the file at `path`, as `cachelint check PATH` resolves it; raises ConfigError."""
+    from cachelint.cli import resolve_settings
+    from cachelint.vllm_range import find_project_root
+
+    return Scope(find_project_root(_existing(path)), resolve_settings([path], None, False, {}))
+
+
+def broken_config_file(path: Path) -> Path | None:
+    """The configuration file that made resolving the scope of `path` fail: the nearest one that
+    cannot be read, or the one in use (then a value in it is wrong)."""
+    here = _existing(path).resolve()
+    for folder in (here, *here.parents):
+        for name in CONFIG_FILE_NAMES:
+            candidate = folder / name
+            if not candidate.is_file():
+                continue
+            try:
+                if read_config_table(candidate) is not None:
+                    return candidate
+            except ConfigError:
+                return candidate
+    return None
+
+
+def is_project_file(path: Path) -> bool:
+    """Whether a change to `path` may change a scope or the supported vLLM range."""
+    return any(path.match(pattern) for pattern in PROJECT_FILE_PATTERNS)
+
+
+def _existing(path: Path) -> Path:
+    """The nearest folder at or above `path` that exists (an unsaved file may not)."""
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path if path.is_dir() else path.parent
