@@ -62,31 +62,41 @@ class FileRecord:
 
     `syntax` is None while the file has not been parsed, "ok" when it parses, else the message, line
     and column of the first error. `defined` holds the words after each `def ` in the bytes, once a
-    run looked for them. `summary` is the JSON of the file's `FileSummary` (with an empty path),
-    stored apart and decoded only when a run needs it."""
+    run looked for them. `multimodal` is, once a run looked for it, the first evidence that the file
+    sends multimodal input to vLLM (cachelint.multimodal), as `[word, line]`, or `[]` when it holds
+    none. `summary` is the JSON of the file's `FileSummary` (with an empty path), stored apart and
+    decoded only when a run needs it."""
 
     trigger: bool
     syntax: str | tuple[str, int, int] | None = None
     defined: list[str] | None = None
     summary: str | None = None
+    multimodal: list[str | int] | None = None
 
     def to_text(self) -> str:
         """Everything but the summary, as JSON."""
-        return json.dumps([self.trigger, self.syntax, self.defined], separators=(",", ":"))
+        return json.dumps([self.trigger, self.syntax, self.defined, self.multimodal], separators=(",", ":"))
 
     @classmethod
     def from_text(cls, text: str, summary: str | None = None) -> FileRecord:
-        trigger, syntax, defined = json.loads(text)
+        trigger, syntax, defined, multimodal = json.loads(text)
         if not isinstance(trigger, bool) or not (summary is None or isinstance(summary, str)):
             raise ValueError("malformed cache entry")
         if defined is not None and not (isinstance(defined, list) and all(isinstance(d, str) for d in defined)):
+            raise ValueError("malformed cache entry")
+        if multimodal is not None and not (isinstance(multimodal, list) and _is_evidence(multimodal)):
             raise ValueError("malformed cache entry")
         if syntax is not None and syntax != "ok":
             message, line, col = syntax
             if not (isinstance(message, str) and isinstance(line, int) and isinstance(col, int)):
                 raise ValueError("malformed cache entry")
             syntax = (message, line, col)
-        return cls(trigger, syntax, defined, summary)
+        return cls(trigger, syntax, defined, summary, multimodal)
+
+
+def _is_evidence(value: list[Any]) -> bool:
+    """`[]`, or a word and a line number."""
+    return not value or (len(value) == 2 and isinstance(value[0], str) and type(value[1]) is int)
 
 
 def plain(value: Any) -> Any:

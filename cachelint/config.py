@@ -10,7 +10,7 @@ import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from cachelint.toml import load_toml
 
@@ -101,7 +101,7 @@ class Settings:
     vllm: str | None = None
     refit_functions: tuple[str, ...] = DEFAULT_REFIT_FUNCTIONS
     extend_refit_functions: tuple[str, ...] = ()
-    multimodal: bool = True
+    multimodal: bool | Literal["auto"] = "auto"
     output_format: str = "full"
     cache_dir: str = ".cachelint_cache"
     version_helpers: tuple[str, ...] = ()
@@ -147,8 +147,8 @@ def _string(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _boolean(value: Any) -> bool | None:
-    return value if isinstance(value, bool) else None
+def _multimodal(value: Any) -> bool | str | None:
+    return value if isinstance(value, bool) or value == "auto" else None
 
 
 def _per_file_ignores(value: Any) -> tuple[tuple[str, tuple[str, ...]], ...] | None:
@@ -193,7 +193,7 @@ _KEYS: dict[str, tuple[str, _Converter, str]] = {
     "vllm": ("vllm", _string, 'a version specifier string such as ">=0.18"'),
     "refit-functions": ("refit_functions", _string_list, "a list of function names"),
     "extend-refit-functions": ("extend_refit_functions", _string_list, "a list of function names"),
-    "multimodal": ("multimodal", _boolean, "true or false"),
+    "multimodal": ("multimodal", _multimodal, '"auto", true or false'),
     "output-format": ("output_format", _output_format, "one of " + ", ".join(OUTPUT_FORMATS)),
     "cache-dir": ("cache_dir", _cache_dir, "a folder path below the project root, relative to it"),
     "version-helpers": ("version_helpers", _string_list, "a list of function names"),

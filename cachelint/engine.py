@@ -21,6 +21,7 @@ from cachelint.cache import Cache, FileRecord
 from cachelint.config import CONFIG_FILE_NAMES, ConfigError, Settings, selector_matches
 from cachelint.discovery import Excludes, discover, walk_python_files
 from cachelint.finding import INTERNAL_ERROR, INVALID_SYNTAX, IO_ERROR, Finding, Span
+from cachelint.multimodal import Evidence, find_evidence
 from cachelint.source import (
     SourceError,
     SourceFile,
@@ -503,6 +504,22 @@ class Analyzer:
             self._defined_sets[loaded.display] = frozenset(record.defined)
         return self._defined_sets[loaded.display]
 
+    def multimodal_evidence(self) -> tuple[Evidence, ...]:
+        """Where the files of the project, by path, show that they send multimodal input to vLLM; what
+        each file holds is kept in its record, so a warm run looks at no bytes."""
+        found = []
+        for loaded in sorted(self.loaded.values(), key=lambda loaded: loaded.display):
+            record = loaded.record
+            if record is None:
+                continue
+            if record.multimodal is None:
+                record.multimodal = list(find_evidence(loaded.raw) or ())
+                self._remember(loaded)
+            if record.multimodal:
+                word, line = record.multimodal
+                found.append(Evidence(loaded.display, int(line), str(word)))
+        return tuple(found)
+
     def _refit_paths(self, index: ProjectIndex, project_modules: set[str]) -> tuple[set[str], set[str]]:
         """Names called on refit paths that nothing indexed defines but a project file might, and the
         names of the refit roots whose paths hold a prefix reset that may do nothing (CL007)."""
@@ -797,7 +814,7 @@ def _find(
         from cachelint.facts import load_facts
         from cachelint.rules import Context
 
-        context = Context(index, supported, settings, load_facts())
+        context = Context(index, supported, settings, load_facts(), analyzer.multimodal_evidence)
         for summary in summaries:
             findings.extend(run_rules(analyzer.rules, summary, context))
     return apply_suppressions(findings, clean, settings, analyzer.root_folder)

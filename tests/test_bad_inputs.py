@@ -493,7 +493,7 @@ def test_file_deleted_between_discovery_and_reading(tmp_path: Path) -> None:
     ("table", "expected"),
     [
         ('select = "CL001"', "`select` must be a list of rule codes or prefixes, got 'CL001'"),
-        ("multimodal = 1", "`multimodal` must be true or false, got 1"),
+        ("multimodal = 1", '`multimodal` must be "auto", true or false, got 1'),
         ('selekt = ["CL001"]', "unknown key `selekt` in [tool.cachelint]; did you mean `select`?"),
         ('exclude = ["!"]', "`exclude` must hold gitignore-style patterns, got '!'"),
         ('extend-exclude = ["docs", "\\\\"]', "`extend-exclude` must hold gitignore-style patterns, got '\\\\'"),

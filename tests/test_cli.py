@@ -252,6 +252,11 @@ from agent_rl.cache import invalidate_kv_cache
 async def refit(engine: AsyncLLM, ipc_handles: dict) -> None:
     await engine.collective_rpc("update_weights_from_ipc_handles", args=(ipc_handles,))
     await invalidate_kv_cache(engine)
+
+
+async def generate(engine: AsyncLLM, prompt_ids: list[int], image, params, request_id: str) -> list:
+    prompt = {"prompt_token_ids": prompt_ids, "multi_modal_data": {"image": image}}
+    return [output async for output in engine.generate(prompt, params, request_id)]
 """
 
 PREFIX_ONLY = """\

@@ -313,10 +313,10 @@ ERRORS = {
         'per-file-ignores = ["tests/*"]\n',
         "{file}: `per-file-ignores` must be a table of glob = [codes], got ['tests/*']",
     ),
-    "string for a boolean": (
+    "neither auto nor a boolean": (
         "pyproject.toml",
         '[tool.cachelint]\nmultimodal = "yes"\n',
-        "{file}: `multimodal` must be true or false, got 'yes'",
+        "{file}: `multimodal` must be \"auto\", true or false, got 'yes'",
     ),
     "unknown output format": (
         "cachelint.toml",

@@ -35,9 +35,16 @@ PAUSE = (
 )
 
 
+# The project sends images to vLLM, so that the multimodal rules (CL003, CL004) apply to it.
+IMAGE_PROMPTS = (
+    "def image_prompt(prompt_ids: list[int], image) -> dict:\n"
+    '    return {"prompt_token_ids": prompt_ids, "multi_modal_data": {"image": image}}\n'
+)
+
+
 def _project(tmp_path: Path, files: dict[str, str], vllm: str = ">=0.18,<0.22") -> Path:
     (tmp_path / "pyproject.toml").write_text(f'[project]\nname = "p"\ndependencies = ["vllm{vllm}"]\n')
-    for name, text in files.items():
+    for name, text in {"prompts.py": IMAGE_PROMPTS, **files}.items():
         (tmp_path / name).write_bytes(text.encode())
     return tmp_path
 

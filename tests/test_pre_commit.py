@@ -30,6 +30,11 @@ async def refit(engine: AsyncLLM, ipc_handles: dict) -> None:
     await engine.wait_for_requests_to_drain()  # nothing in flight: the prefix reset takes effect (CL007)
     await engine.collective_rpc("update_weights_from_ipc_handles", args=(ipc_handles,))
     await invalidate_kv_cache(engine)
+
+
+async def generate(engine: AsyncLLM, prompt_ids: list[int], image, params, request_id: str) -> list:
+    prompt = {"prompt_token_ids": prompt_ids, "multi_modal_data": {"image": image}}
+    return [output async for output in engine.generate(prompt, params, request_id)]
 """
 
 PREFIX_ONLY = """\
@@ -210,6 +215,11 @@ from vllm.v1.engine.async_llm import AsyncLLM
 async def pause(engine: AsyncLLM) -> None:
     await engine.pause_generation(clear_cache=True)
 """
+# Both projects send images to vLLM, so the multimodal rules apply to them.
+IMAGE_PROMPTS = """\
+def image_prompt(prompt_ids, image):
+    return {"prompt_token_ids": prompt_ids, "multi_modal_data": {"image": image}}
+"""
 MONOREPO_FINDING = "a/pa/server.py:5:11: CL004 `pause_generation(...)` clears the engine's multimodal processor cache"
 
 
@@ -221,8 +231,10 @@ def monorepo(tmp_path: Path) -> Path:
         {
             "a/pyproject.toml": '[project]\nname = "a"\nversion = "0"\ndependencies = ["vllm>=0.18,<0.20"]\n',
             "a/pa/server.py": MONOREPO_SERVER,
+            "a/pa/prompts.py": IMAGE_PROMPTS,
             "b/pyproject.toml": '[project]\nname = "b"\nversion = "0"\ndependencies = ["vllm>=0.22,<=0.33.0"]\n',
             "b/pb/server.py": MONOREPO_SERVER,
+            "b/pb/prompts.py": IMAGE_PROMPTS,
         },
     )
     git("init", "-q", cwd=root)

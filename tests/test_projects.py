@@ -25,6 +25,11 @@ class Server:
     async def pause(self) -> None:
         await self.engine.pause_generation(clear_cache=True)
 """
+# Both projects send images to vLLM, so the multimodal rules apply to them.
+IMAGE_PROMPTS = """\
+def image_prompt(prompt_ids, image):
+    return {"prompt_token_ids": prompt_ids, "multi_modal_data": {"image": image}}
+"""
 PAUSE_FIXED = SERVER + "        await self.engine.reset_mm_cache()\n"
 
 A_RANGE = "Checked for vLLM 0.18.0\N{EN DASH}0.19.1 (a/pyproject.toml, dependencies)."
@@ -46,6 +51,7 @@ def monorepo(tmp_path: Path) -> Path:
             "a/pyproject.toml": '[project]\nname = "a"\nversion = "0"\ndependencies = ["vllm>=0.18,<0.20"]\n',
             "a/pa/__init__.py": "",
             "a/pa/server.py": SERVER,
+            "a/pa/prompts.py": IMAGE_PROMPTS,
             "a/pa/worker.py": WORKER,
             "b/pyproject.toml": (
                 '[project]\nname = "b"\nversion = "0"\ndependencies = ["vllm>=0.22"]\n'
@@ -53,6 +59,7 @@ def monorepo(tmp_path: Path) -> Path:
             ),
             "b/pb/__init__.py": "",
             "b/pb/server.py": SERVER,
+            "b/pb/prompts.py": IMAGE_PROMPTS,
             "b/pb/worker.py": WORKER,
         },
     )

@@ -51,7 +51,9 @@ def make_wheel(path: Path, requires: list[str]) -> Path:
             "        self.engine = AsyncLLM.from_engine_args(config)\n\n"
             "    async def update_weights(self, weights):\n"
             "        await self.engine.collective_rpc('load', args=(weights,))\n"
-            "        await self.engine.reset_prefix_cache()\n",
+            "        await self.engine.reset_prefix_cache()\n\n"
+            "    def image_prompt(self, prompt_ids, image):\n"
+            "        return {'prompt_token_ids': prompt_ids, 'multi_modal_data': {'image': image}}\n",
         )
     return wheel
 

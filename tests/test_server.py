@@ -224,10 +224,17 @@ def edits_by_uri(edit: types.WorkspaceEdit) -> dict[str, list[types.TextEdit]]:
     return {uri: list(edits) for uri, edits in edit.changes.items()}
 
 
+# The project sends images to vLLM, so the multimodal rules (CL003, CL004) apply to it.
+IMAGE_PROMPTS = """\
+def image_prompt(prompt_ids, image):
+    return {"prompt_token_ids": prompt_ids, "multi_modal_data": {"image": image}}
+"""
+
+
 def project(tmp_path: Path, files: dict[str, str], pins: str | None = PINS) -> Path:
     if pins is not None:
         (tmp_path / "pyproject.toml").write_text(pins, encoding="utf-8")
-    for name, text in files.items():
+    for name, text in {"prompts.py": IMAGE_PROMPTS, **files}.items():
         (tmp_path / name).write_text(text, encoding="utf-8")
     return tmp_path
 

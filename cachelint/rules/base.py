@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import abc
-from collections.abc import Iterable
+import dataclasses
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 from cachelint.facts import Facts
 from cachelint.finding import ChainStep, Finding, Fix, Span
+from cachelint.multimodal import nearest
 
 if TYPE_CHECKING:
     from cachelint.config import Settings
+    from cachelint.multimodal import Evidence
     from cachelint.project import ProjectIndex
     from cachelint.summary import FileSummary
     from cachelint.vllm_range import SupportedRange
@@ -33,6 +36,29 @@ class Context:
     supported: SupportedRange
     settings: Settings
     facts: Facts
+    # Where the files of the project show that it sends multimodal input to vLLM: looked for only when
+    # a multimodal rule has something to report.
+    multimodal_evidence: Callable[[], tuple[Evidence, ...]] = tuple
+
+    def multimodal_notes(self, path: str) -> tuple[str, ...] | None:
+        """None when the multimodal rules (CL003, CL004) must stay silent: `multimodal = false`, or
+        "auto" with no evidence that the project sends multimodal input to vLLM; else the note their
+        findings in the file at `path` carry: the nearest evidence (none when the setting forces them on)."""
+        setting = self.settings.multimodal
+        if setting != "auto":
+            return () if setting else None
+        evidence = self.project.memoized("multimodal", self.multimodal_evidence)
+        return (nearest(evidence, path).note,) if evidence else None
+
+
+def multimodal_only(findings: Iterable[Finding], path: str, context: Context) -> Iterator[Finding]:
+    """The findings of a multimodal rule (CL003, CL004) in the file at `path`, each with the note that
+    says where the project sends multimodal input; none when the project is not checked for it."""
+    for finding in findings:
+        notes = context.multimodal_notes(path)
+        if notes is None:
+            return
+        yield dataclasses.replace(finding, notes=(*finding.notes, *notes))
 
 
 class Rule(abc.ABC):

@@ -12,7 +12,7 @@ from cachelint.facts import EngineClass
 from cachelint.finding import Applicability, ChainStep, Finding, Fix
 from cachelint.project import FunctionRef, Reached
 from cachelint.provenance import Kind
-from cachelint.rules.base import Context, Rule, RuleInfo
+from cachelint.rules.base import Context, Rule, RuleInfo, multimodal_only
 from cachelint.rules.events import (
     awaits,
     clears_caches,
@@ -51,6 +51,9 @@ class RefitWithoutMmReset(Rule):
     )
 
     def check(self, file: FileSummary, context: Context) -> Iterator[Finding]:
+        return multimodal_only(self._findings(file, context), file.path, context)
+
+    def _findings(self, file: FileSummary, context: Context) -> Iterator[Finding]:
         if not context.settings.multimodal:
             return
         for stale in stale_prefix_resets(context):

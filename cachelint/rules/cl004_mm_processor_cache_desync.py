@@ -8,7 +8,7 @@ from packaging.version import Version
 
 from cachelint import provenance
 from cachelint.finding import Applicability, Finding, Fix, Span
-from cachelint.rules.base import Context, Rule, RuleInfo
+from cachelint.rules.base import Context, Rule, RuleInfo, multimodal_only
 from cachelint.rules.events import (
     clears_caches,
     engine_reset_call,
@@ -44,6 +44,9 @@ class MmProcessorCacheDesync(Rule):
     )
 
     def check(self, file: FileSummary, context: Context) -> Iterator[Finding]:
+        return multimodal_only(self._findings(file, context), file.path, context)
+
+    def _findings(self, file: FileSummary, context: Context) -> Iterator[Finding]:
         if not context.settings.multimodal or not context.supported.intersects(DESYNC_FROM, DESYNC_FIXED):
             return
         if file.engine == "other":
