@@ -264,9 +264,18 @@ def check(
         quiet=quiet,
         unsafe_fixes=unsafe_fixes,
     )
-    render(analysis.findings, settings.output_format, sys.stdout, context)
+    render(reported(analysis, settings, show_fixes), settings.output_format, sys.stdout, context)
     failed = bool(analysis.findings) and not exit_zero
     sys.exit(EXIT_FINDINGS if failed or (exit_non_zero_on_fix and fixed) else EXIT_CLEAN)
+
+
+def reported(analysis: Analysis, settings: Settings, show_fixes: bool) -> list[Finding]:
+    """The findings to print: with each fix's text edits when the format shows them."""
+    from cachelint.codemod import EDIT_FORMATS, reader, with_edits
+
+    if settings.output_format in EDIT_FORMATS or (show_fixes and settings.output_format == "full"):
+        return with_edits(analysis.findings, reader(analysis.sources))
+    return analysis.findings
 
 
 def report_root(project_root: Path) -> Path:
@@ -280,7 +289,9 @@ def report_root(project_root: Path) -> Path:
 def _unsafe_fixable(findings: Sequence[Finding]) -> int:
     from cachelint.finding import Applicability
 
-    return sum(1 for f in findings if f.fix is not None and f.fix.edits and f.fix.applicability is Applicability.UNSAFE)
+    return sum(
+        1 for f in findings if f.fix is not None and f.fix.changes and f.fix.applicability is Applicability.UNSAFE
+    )
 
 
 @main.command()

@@ -1,10 +1,12 @@
-"""Applying fixes: non-overlapping edits, re-analysis to a fixed point, validation, atomic writes.
+"""Applying fixes: non-overlapping fixes, re-analysis to a fixed point, validation, atomic writes.
 
-Every round analyses the project with the edited files overlaid, picks the fixes the run allows
-(safe; unsafe too with --unsafe-fixes) whose edits do not overlap, and keeps each fix only if every
-file it touches still parses with both CPython and libcst. Nothing is written until the rounds end;
-then each changed file is written atomically (temporary file in the same folder + os.replace) with
-its encoding, BOM, line endings and mode, unless it changed on disk since it was read.
+Every round analyses the project with the edited files overlaid and picks the fixes the run allows
+(safe; unsafe too with --unsafe-fixes). Each fix's changes are made on the libcst tree of the files it
+touches (`cachelint.codemod`), parsed once a round, and read back as text edits; a fix is kept if its
+edits do not overlap those of the fixes kept before and every file it touches still parses with both
+CPython and libcst. Nothing is written until the rounds end; then each changed file is written
+atomically (temporary file in the same folder + os.replace) with its encoding, BOM, line endings and
+mode, unless it changed on disk since it was read.
 """
 
 from __future__ import annotations
@@ -18,12 +20,16 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cachelint.config import Settings
-from cachelint.edits import apply_edits, lines_with_breaks
+from cachelint.edits import apply_edits, lines_with_breaks, overlaps
 from cachelint.engine import Analysis, analyze
 from cachelint.finding import Applicability, Edit, Finding, Fix
 from cachelint.source import SourceError, SourceFile, decode_source, read_file
+
+if TYPE_CHECKING:
+    from cachelint.codemod.transform import Rewriter
 
 MAX_ROUNDS = 10
 
@@ -50,7 +56,7 @@ class FixOutcome:
 
 
 def allowed(fix: Fix, unsafe: bool) -> bool:
-    if not fix.edits:
+    if not fix.changes:
         return False
     return fix.applicability is Applicability.SAFE or (unsafe and fix.applicability is Applicability.UNSAFE)
 
@@ -70,14 +76,6 @@ def _parses(text: str) -> bool:
     return True
 
 
-def _overlaps(a: Edit, b: Edit) -> bool:
-    a_start, a_end = (a.span.line, a.span.col), (a.span.end_line, a.span.end_col)
-    b_start, b_end = (b.span.line, b.span.col), (b.span.end_line, b.span.end_col)
-    if a_start == a_end and b_start == b_end:
-        return a_start == b_start
-    return (a_start < b_end and b_start < a_end) or a_start == b_start
-
-
 class _Round:
     """One round: picks fixes greedily, keeping each only if all its files still parse."""
 
@@ -86,40 +84,58 @@ class _Round:
         self.failed = failed
         self.edits: dict[Path, list[Edit]] = {}
         self.applied = 0
+        self._rewriter: Rewriter | None = None
+
+    @property
+    def rewriter(self) -> Rewriter:
+        """The files' libcst trees as the round found them, parsed when a fix first needs one."""
+        if self._rewriter is None:
+            from cachelint.codemod.transform import Rewriter
+
+            def read(display: str) -> str | None:
+                file = self.outcome.files.get(_absolute(display))
+                return file.text if file is not None else None
+
+            self._rewriter = Rewriter(read)
+        return self._rewriter
 
     def offer(self, finding: Finding, fix: Fix) -> None:
         key = (finding.code, finding.path, finding.span.line, finding.span.col)
         if key in self.failed:
             return
+        if any(_absolute(path) not in self.outcome.files for path in fix.paths):
+            return
+        made = self.rewriter.edits(fix)
+        if made is None:
+            self._fail(finding, key, "it could not be made on this code")
+            return
         by_file: dict[Path, list[Edit]] = {}
-        for edit in fix.edits:
-            by_file.setdefault(_absolute(edit.path), []).append(edit)
+        for display, edits in made.items():
+            by_file.setdefault(_absolute(display), []).extend(edits)
         for path, edits in by_file.items():
             taken = self.edits.get(path, [])
-            if any(_overlaps(edit, other) for edit in edits for other in taken):
+            if any(overlaps(edit, other) for edit in edits for other in taken):
                 return
-        texts = {}
         for path, edits in by_file.items():
-            file = self.outcome.files.get(path)
-            if file is None:
-                return
-            newline = file.source.newline
+            newline = self.outcome.files[path].source.newline
             converted = [Edit(e.path, e.span, e.content.replace("\n", newline)) for e in edits]
             try:
-                texts[path] = apply_edits(file.text, [*self.edits.get(path, []), *converted])
+                text = apply_edits(self.outcome.files[path].text, [*self.edits.get(path, []), *converted])
             except ValueError:
                 return
-            if not _parses(texts[path]):
-                self.failed.add(key)
-                self.outcome.errors.append(
-                    f"{finding.path}:{finding.span.line}:{finding.span.col}: {finding.code} fix not applied: "
-                    "the result would not parse"
-                )
+            if not _parses(text):
+                self._fail(finding, key, "the result would not parse")
                 return
             by_file[path] = converted
         for path, edits in by_file.items():
             self.edits.setdefault(path, []).extend(edits)
         self.applied += 1
+
+    def _fail(self, finding: Finding, key: tuple[str, str, int, int], reason: str) -> None:
+        self.failed.add(key)
+        self.outcome.errors.append(
+            f"{finding.path}:{finding.span.line}:{finding.span.col}: {finding.code} fix not applied: {reason}"
+        )
 
     def commit(self) -> None:
         for path, edits in self.edits.items():
@@ -148,11 +164,11 @@ def _track(outcome: FixOutcome, analysis: Analysis, overlay: dict[Path, bytes], 
         problems[path] = f"{display}: not fixed: {problem}"
 
 
-def _load_extra(outcome: FixOutcome, edits: Sequence[Edit], problems: dict[Path, str]) -> None:
+def _load_extra(outcome: FixOutcome, paths: Sequence[str], problems: dict[Path, str]) -> None:
     """Files outside the checked paths that a cross-file fix edits (the driver side of CL001); not a
-    checked file `_track` left out (its edits were made for bytes it no longer holds)."""
-    for edit in edits:
-        path = _absolute(edit.path)
+    checked file `_track` left out (its fix was made for text it no longer holds)."""
+    for display in paths:
+        path = _absolute(display)
         if path in outcome.files or path in problems:
             continue
         try:
@@ -160,7 +176,7 @@ def _load_extra(outcome: FixOutcome, edits: Sequence[Edit], problems: dict[Path,
             source = decode_source(original)
         except (OSError, SourceError):
             continue
-        outcome.files[path] = FixedFile(path, edit.path, source, original, source.text)
+        outcome.files[path] = FixedFile(path, display, source, original, source.text)
 
 
 def fix_to_fixed_point(
@@ -186,7 +202,7 @@ def fix_to_fixed_point(
         round_ = _Round(outcome, failed)
         for finding in analysis.findings:
             if finding.fix is not None and allowed(finding.fix, unsafe):
-                _load_extra(outcome, finding.fix.edits, problems)
+                _load_extra(outcome, finding.fix.paths, problems)
                 round_.offer(finding, finding.fix)
         if not round_.applied:
             break

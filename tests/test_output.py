@@ -13,7 +13,7 @@ import jsonschema
 import pytest
 
 from cachelint import docs
-from cachelint.finding import Applicability, Edit, Finding, Fix, Span
+from cachelint.finding import Applicability, Edit, Finding, Fix, ReplaceExpression, Span
 from cachelint.output import FORMATS, ReportContext, render
 
 SARIF_SCHEMA = Path(__file__).parent / "data" / "sarif-schema-2.1.0.json"  # a copy of the OASIS schema
@@ -115,6 +115,7 @@ def worker_finding(line: int = 4, col: int = 9, function: str = "WorkerExtension
             "Reset the encoder cache through the engine",
             Applicability.SAFE,
             (Edit(WORKER, Span(line, col + 5, line, col + 17), "engine"),),
+            (ReplaceExpression(WORKER, Span(line, col + 5, line, col + 17), "engine"),),
         ),
         function=function,
     )
@@ -132,6 +133,7 @@ def rollout_finding() -> Finding:
             "Use the engine reset",
             Applicability.UNSAFE,
             (Edit(ROLLOUT, Span(5, 5, 7, 6), "engine.reset_encoder_cache()"),),
+            (ReplaceExpression(ROLLOUT, Span(5, 5, 7, 6), "engine.reset_encoder_cache()"),),
         ),
         function="refit",
     )
