@@ -17,7 +17,7 @@ import difflib
 import functools
 import os
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -79,9 +79,10 @@ def _parses(text: str) -> bool:
 class _Round:
     """One round: picks fixes greedily, keeping each only if all its files still parse."""
 
-    def __init__(self, outcome: FixOutcome, failed: set[tuple[str, str, int, int]]) -> None:
+    def __init__(self, outcome: FixOutcome, failed: set[tuple[str, str, int, int]], only: Iterable[Path]) -> None:
         self.outcome = outcome
         self.failed = failed
+        self.only = frozenset(only)  # when given, the only files a fix may touch
         self.edits: dict[Path, list[Edit]] = {}
         self.applied = 0
         self._rewriter: Rewriter | None = None
@@ -102,6 +103,8 @@ class _Round:
     def offer(self, finding: Finding, fix: Fix) -> None:
         key = (finding.code, finding.path, finding.span.line, finding.span.col)
         if key in self.failed:
+            return
+        if self.only and any(_absolute(path) not in self.only for path in fix.paths):
             return
         if any(_absolute(path) not in self.outcome.files for path in fix.paths):
             return
@@ -164,7 +167,9 @@ def _track(outcome: FixOutcome, analysis: Analysis, overlay: dict[Path, bytes], 
         problems[path] = f"{display}: not fixed: {problem}"
 
 
-def _load_extra(outcome: FixOutcome, paths: Sequence[str], problems: dict[Path, str]) -> None:
+def _load_extra(
+    outcome: FixOutcome, paths: Sequence[str], problems: dict[Path, str], overlay: Mapping[Path, bytes]
+) -> None:
     """Files outside the checked paths that a cross-file fix edits (the driver side of CL001); not a
     checked file `_track` left out (its fix was made for text it no longer holds)."""
     for display in paths:
@@ -172,7 +177,7 @@ def _load_extra(outcome: FixOutcome, paths: Sequence[str], problems: dict[Path, 
         if path in outcome.files or path in problems:
             continue
         try:
-            original = read_file(path)
+            original = overlay[path] if path in overlay else read_file(path)
             source = decode_source(original)
         except (OSError, SourceError):
             continue
@@ -186,31 +191,34 @@ def fix_to_fixed_point(
     force_exclude: bool = False,
     project_root: Path | None = None,
     use_cache: bool = False,
+    overlay: Mapping[Path, bytes] | None = None,
 ) -> FixOutcome:
     """Apply every allowed fix, re-analysing after each round, until nothing changes (bounded).
-    `use_cache`: read and write the project's cache, as `analyze` does."""
-    overlay: dict[Path, bytes] = {}
+    `use_cache`: read and write the project's cache, as `analyze` does. `overlay`: contents to use
+    instead of the files' (absolute paths; source given on stdin): fixes then change those files only."""
+    given = frozenset(overlay or ())
+    contents: dict[Path, bytes] = dict(overlay or {})  # with the fixed files'
     failed: set[tuple[str, str, int, int]] = set()
     problems: dict[Path, str] = {}  # files that could not be tracked (yet)
     run = functools.partial(
         analyze, paths, settings, project_root=project_root, force_exclude=force_exclude, use_cache=use_cache
     )
-    analysis = run()
+    analysis = run(overlay=contents)
     outcome = FixOutcome(analysis)
     for _ in range(MAX_ROUNDS):
-        _track(outcome, analysis, overlay, problems)
-        round_ = _Round(outcome, failed)
+        _track(outcome, analysis, contents, problems)
+        round_ = _Round(outcome, failed, given)
         for finding in analysis.findings:
             if finding.fix is not None and allowed(finding.fix, unsafe):
-                _load_extra(outcome, finding.fix.paths, problems)
+                _load_extra(outcome, finding.fix.paths, problems, contents)
                 round_.offer(finding, finding.fix)
         if not round_.applied:
             break
         round_.commit()
         outcome.fixed += round_.applied
         for file in outcome.changed:
-            overlay[file.path] = file.source.encode(file.text)
-        analysis = run(overlay=overlay)
+            contents[file.path] = file.source.encode(file.text)
+        analysis = run(overlay=contents)
     outcome.analysis = analysis
     outcome.errors += problems.values()
     return outcome
