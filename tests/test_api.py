@@ -118,3 +118,11 @@ def test_user_code_type_checks_with_mypy_strict(tmp_path: Path) -> None:
     assert [line.split(":")[0] for line in run.stdout.splitlines() if ": error: " in line] == ["misused.py"] * 2
     assert errors[0].startswith('Incompatible types in assignment (expression has type "CheckResult"')
     assert errors[1].startswith('Unexpected keyword argument "unsafe" for "fix"')
+
+
+def test_import_cachelint_imports_nothing_else() -> None:
+    code = (
+        "import sys, cachelint; print(sorted(name for name in sys.modules if name.startswith(('cachelint', 'libcst'))))"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert run.stdout.strip() == "['cachelint']"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -144,6 +145,27 @@ def test_colour_on_a_terminal(project: Path, env: dict[str, str], args: list[str
     assert code == 1
     assert b"CL001" in stdout
     assert (ESC.encode() in stdout) is coloured
+
+
+# ---------------------------------------------------------------- libcst only for fixes
+
+
+def imports_libcst(*args: str, cwd: Path) -> bool:
+    run = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "cachelint", "check", "--no-cache", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+    )
+    return any(line.split("|")[-1].strip() == "libcst" for line in run.stderr.splitlines())
+
+
+def test_libcst_is_imported_only_when_a_fix_is_made_or_shown(tmp_path: Path) -> None:
+    demo = shutil.copytree(DEMO, tmp_path / "demo")
+    assert not imports_libcst(cwd=demo)  # the findings have fixes, but none is shown or applied
+    assert not imports_libcst("--fix", "--select", "CL001,CL003", cwd=demo)  # no safe fix among them
+    assert imports_libcst("--show-fixes", cwd=demo)
+    assert imports_libcst("--output-format", "json", cwd=demo)
 
 
 # ---------------------------------------------------------------- stdin
