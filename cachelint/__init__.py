@@ -5,8 +5,6 @@ types are frozen dataclasses. The names are imported when first used, so that `i
 the command line's start) stays cheap.
 """
 
-from __future__ import annotations
-
 __version__ = "0.1.0"
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (a few milliseconds)
@@ -54,7 +52,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> "Any":
     if name in _EXPORTS:
         import importlib
 
