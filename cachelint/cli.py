@@ -19,6 +19,7 @@ from cachelint.output.printable import printable
 
 if TYPE_CHECKING:
     from cachelint.engine import Analysis
+    from cachelint.fixes import FixOutcome
 
 EXIT_CLEAN = 0
 EXIT_FINDINGS = 1
@@ -272,8 +273,8 @@ def check(
         return
     use_cache = not no_cache
     writes = [flag for flag, given in (("--fix", fix), ("--fix-only", fix_only), ("--diff", show_diff)) if given]
-    if stdin and (writes or add_noqa):
-        fail(f"{(writes or ['--add-noqa'])[0]} cannot be used with source read from stdin")
+    if stdin and add_noqa:
+        fail("--add-noqa cannot be used with source read from stdin")
     if add_noqa:
         if writes:
             fail(f"--add-noqa cannot be used with {writes[0]}")
@@ -284,10 +285,19 @@ def check(
         from cachelint.fixes import fix_to_fixed_point, unified_diff, write_changes
 
         outcome = fix_to_fixed_point(
-            targets, settings, unsafe_fixes, force_exclude, use_cache=use_cache, settings_for=finder
+            targets,
+            settings,
+            unsafe_fixes,
+            force_exclude,
+            use_cache=use_cache,
+            settings_for=finder,
+            overlay=overlay,
         )
         for message in [*outcome.analysis.warnings, *outcome.analysis.range_warnings(), *outcome.errors]:
             report("warning", message)
+        if stdin:
+            options = {"show_diff": show_diff, "fix_only": fix_only, "exit_zero": exit_zero}
+            sys.exit(fix_stdin(outcome, stdin, settings, quiet, show_fixes, exit_non_zero_on_fix, **options))
         if show_diff:
             for file in outcome.changed:
                 click.echo(unified_diff(file), nl=False)
@@ -336,7 +346,7 @@ def check(
         projects=tuple((project.root, project.supported) for project in analysis.projects),
         ranges=analysis.range_of(),
     )
-    render(analysis.findings, settings.output_format, sys.stdout, context)
+    render(reported(analysis, settings, show_fixes), settings.output_format, sys.stdout, context)
     failed = bool(analysis.findings) and not exit_zero
     sys.exit(EXIT_FINDINGS if failed or (exit_non_zero_on_fix and fixed) else EXIT_CLEAN)
 
@@ -360,6 +370,59 @@ def show_resolved_settings(settings: Settings, start: Path) -> None:
         report("warning", warning)
 
 
+def reported(analysis: Analysis, settings: Settings, show_fixes: bool) -> list[Finding]:
+    """The findings to print: with each fix's text edits when the format shows them."""
+    from cachelint.codemod import EDIT_FORMATS, reader, with_edits
+
+    if settings.output_format in EDIT_FORMATS or (show_fixes and settings.output_format == "full"):
+        return with_edits(analysis.findings, reader(analysis.sources))
+    return analysis.findings
+
+
+def fix_stdin(
+    outcome: FixOutcome,
+    stdin: tuple[Path, bytes],
+    settings: Settings,
+    quiet: bool,
+    show_fixes: bool,
+    exit_non_zero_on_fix: bool,
+    show_diff: bool,
+    fix_only: bool,
+    exit_zero: bool,
+) -> int:
+    """`--fix` on source read from stdin: the fixed source on stdout (or with --diff its diff), the
+    findings left on stderr (none with --fix-only), as ruff does for editors' fix-on-save."""
+    from cachelint.fixes import unified_diff
+    from cachelint.output import ReportContext, render
+
+    path, data = stdin
+    fixed = outcome.files.get(Path(os.path.abspath(path)))
+    changed = fixed is not None and fixed.text != fixed.source.text
+    if show_diff:
+        if fixed is not None and changed:
+            click.echo(unified_diff(fixed), nl=False)
+        if not quiet:
+            noun = "problem" if outcome.fixed == 1 else "problems"
+            click.echo(f"Would fix {outcome.fixed} {noun}.", err=True)
+        return EXIT_FINDINGS if changed else EXIT_CLEAN
+    sys.stdout.buffer.write(fixed.source.encode(fixed.text) if fixed is not None and changed else data)
+    sys.stdout.flush()
+    analysis = outcome.analysis
+    if not fix_only:
+        context = ReportContext(
+            root=report_root(analysis.root),
+            sources={name: source.text for name, source in analysis.sources.items()},
+            show_fixes=show_fixes,
+            files_checked=analysis.files_checked,
+            fixed_count=outcome.fixed,
+            statistics=False,
+            quiet=quiet,
+        )
+        render(reported(analysis, settings, show_fixes), settings.output_format, sys.stderr, context)
+    failed = bool(analysis.findings) and not exit_zero and not fix_only
+    return EXIT_FINDINGS if failed or (exit_non_zero_on_fix and outcome.fixed) else EXIT_CLEAN
+
+
 def report_root(project_root: Path) -> Path:
     """Paths in SARIF and GitHub annotations are relative to the repository holding the project."""
     for folder in (project_root, *project_root.resolve().parents):
@@ -371,7 +434,9 @@ def report_root(project_root: Path) -> Path:
 def _unsafe_fixable(findings: Sequence[Finding]) -> int:
     from cachelint.finding import Applicability
 
-    return sum(1 for f in findings if f.fix is not None and f.fix.edits and f.fix.applicability is Applicability.UNSAFE)
+    return sum(
+        1 for f in findings if f.fix is not None and f.fix.changes and f.fix.applicability is Applicability.UNSAFE
+    )
 
 
 @main.command()

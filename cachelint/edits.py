@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import bisect
+import difflib
 import re
 from collections.abc import Iterable
 
-from cachelint.finding import Edit
+from cachelint.finding import Edit, Span
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
@@ -54,3 +56,133 @@ def apply_edits(text: str, edits: Iterable[Edit]) -> str:
         position = end
     pieces.append(text[position:])
     return "".join(pieces)
+
+
+def overlaps(a: Edit, b: Edit) -> bool:
+    """Whether two edits of one file touch the same text (two insertions at one point do)."""
+    a_start, a_end = (a.span.line, a.span.col), (a.span.end_line, a.span.end_col)
+    b_start, b_end = (b.span.line, b.span.col), (b.span.end_line, b.span.end_col)
+    if a_start == a_end and b_start == b_end:
+        return a_start == b_start
+    return (a_start < b_end and b_start < a_end) or a_start == b_start
+
+
+def diff_edits(path: str, before: str, after: str) -> list[Edit]:
+    """The text edits that turn `before` into `after`: one per changed stretch, as small as it can be
+    without cutting a name in two. Whole lines added or removed on their own are spelled from the end of
+    the line before (`"\\n    new_call()"` after a statement). Line breaks in the content are `\\n`, as in
+    every edit."""
+    old, new = lines_with_breaks(before), lines_with_breaks(after)
+    starts = line_starts(before)
+    same = 0  # the lines both begin with need no matching
+    while same < min(len(old), len(new)) and old[same] == new[same]:
+        same += 1
+    pieces: list[tuple[int, str, str]] = []  # (offset in `before`, removed, added)
+    for old_start, old_end, new_start, new_end in _changed_lines(old[same:], new[same:]):
+        line = same + old_start
+        begin = starts[line] if line < len(starts) else len(before)
+        removed = "".join(old[line : same + old_end])
+        added = "".join(new[same + new_start : same + new_end])
+        begin, removed, added = _trimmed(before, begin, removed, added)
+        if not removed and not added:
+            continue
+        if pieces and pieces[-1][0] + len(pieces[-1][1]) == begin:  # touching: one edit
+            last_begin, last_removed, last_added = pieces.pop()
+            begin, removed, added = last_begin, last_removed + removed, last_added + added
+        pieces.append((begin, removed, added))
+    return [_edit(path, starts, *_placed(before, *piece)) for piece in pieces]
+
+
+def _changed_lines(old: list[str], new: list[str]) -> list[tuple[int, int, int, int]]:
+    """The stretches of lines that differ, as (old start, old end, new start, new end): a line that
+    only moved in or out keeps its pair, and lines changed one for one are paired one by one."""
+    stretches = []
+    for tag, old_start, old_end, new_start, new_end in difflib.SequenceMatcher(
+        None, old, new, autojunk=False
+    ).get_opcodes():
+        if tag != "replace":
+            if tag != "equal":
+                stretches.append((old_start, old_end, new_start, new_end))
+            continue
+        stripped = difflib.SequenceMatcher(
+            None,
+            [line.strip() for line in old[old_start:old_end]],
+            [line.strip() for line in new[new_start:new_end]],
+            autojunk=False,
+        )
+        for inner, a, b, c, d in stripped.get_opcodes():
+            a, b, c, d = a + old_start, b + old_start, c + new_start, d + new_start
+            if inner == "equal" or (inner == "replace" and b - a == d - c):
+                stretches += [(a + i, a + i + 1, c + i, c + i + 1) for i in range(b - a)]
+            else:
+                stretches.append((a, b, c, d))
+    return stretches
+
+
+def _trimmed(text: str, begin: int, removed: str, added: str) -> tuple[int, str, str]:
+    """The change of `removed` (at offset `begin` of `text`) into `added`, without the ends they share,
+    but not cutting a name, nor a bracket or quote from its pair on the line. A change of indentation
+    alone is at the start of the line."""
+    indentation = removed.lstrip(" \t") == added.lstrip(" \t")
+    for end_first in (indentation, not indentation):
+        if end_first:
+            same = 0
+            while same < min(len(removed), len(added)) and removed[-1 - same] == added[-1 - same]:
+                same += 1
+            removed, added = removed[: len(removed) - same], added[: len(added) - same]
+        else:
+            same = 0
+            while same < min(len(removed), len(added)) and removed[same] == added[same]:
+                same += 1
+            begin, removed, added = begin + same, removed[same:], added[same:]
+    while begin > 0 and _in_name(text[begin - 1], removed[:1], added[:1]):
+        begin, removed, added = begin - 1, text[begin - 1] + removed, text[begin - 1] + added
+    end = begin + len(removed)
+    while end < len(text) and _in_name(text[end], removed[-1:], added[-1:]):
+        removed, added, end = removed + text[end], added + text[end], end + 1
+    while not (_balanced(removed) and _balanced(added)) and end < len(text) and text[end] not in "\r\n":
+        removed, added, end = removed + text[end], added + text[end], end + 1
+    while not (_balanced(removed) and _balanced(added)) and begin > 0 and text[begin - 1] not in "\r\n":
+        begin, removed, added = begin - 1, text[begin - 1] + removed, text[begin - 1] + added
+    return begin, removed, added
+
+
+def _balanced(piece: str) -> bool:
+    """Whether `piece` closes every bracket it opens and every quote (an edit of a whole expression
+    reads better than one that shares a closing `")` with what it replaces)."""
+    return all(piece.count(opening) == piece.count(closing) for opening, closing in ("()", "[]", "{}")) and all(
+        piece.count(quote) % 2 == 0 for quote in "\"'"
+    )
+
+
+def _placed(text: str, begin: int, removed: str, added: str) -> tuple[int, str, str]:
+    """Where a pure insertion or deletion reads best: whole lines at a line start as the same lines
+    after the line break before; anything else after the spaces it starts with, not inside them."""
+    if removed and added:
+        return begin, removed, added
+    lines = removed or added
+    if begin > 0 and text[begin - 1] in "\r\n":
+        newline = "\r\n" if text[max(begin - 2, 0) : begin] == "\r\n" else text[begin - 1]
+        if lines.endswith(newline):
+            moved = newline + lines[: -len(newline)]
+            return begin - len(newline), (moved if removed else ""), ("" if removed else moved)
+    while lines[:1] in (" ", "\t") and begin + len(removed) < len(text) and text[begin + len(removed)] == lines[0]:
+        lines = lines[1:] + lines[0]
+        begin += 1
+    return (begin, lines, "") if removed else (begin, "", lines)
+
+
+def _in_name(outside: str, *inside: str) -> bool:
+    """Whether `outside` and the chars `inside` next to it (empty: nothing there) are all in one name."""
+    chars = [outside, *(char for char in inside if char)]
+    return len(chars) > 1 and all(char.isalnum() or char == "_" for char in chars)
+
+
+def _edit(path: str, starts: list[int], begin: int, removed: str, added: str) -> Edit:
+    def position(at: int) -> tuple[int, int]:
+        line = bisect.bisect_right(starts, at)
+        return line, at - starts[line - 1] + 1
+
+    line, col = position(begin)
+    end_line, end_col = position(begin + len(removed))
+    return Edit(path, Span(line, col, end_line, end_col), _LINE_BREAK.sub("\n", added))

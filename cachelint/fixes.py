@@ -1,12 +1,14 @@
-"""Applying fixes: non-overlapping edits, re-analysis to a fixed point, validation, atomic writes.
+"""Applying fixes: non-overlapping fixes, re-analysis to a fixed point, validation, atomic writes.
 
-Every round analyses the project with the edited files overlaid, picks the fixes the run allows
-(safe; unsafe too with --unsafe-fixes) whose edits do not overlap, and keeps each fix only if every
-file it touches still parses with both CPython and libcst. Nothing is written until the rounds end;
-then each changed file is written atomically (temporary file in the same folder + os.replace) with
-its encoding, BOM, line endings, mode, owner and group, unless it changed on disk since it was read.
-A file outside the project (reached through a symbolic link) or with several hard links is never
-fixed (`unwritable`); --add-noqa writes through the same `write_files`.
+Every round analyses the project with the edited files overlaid and picks the fixes the run allows
+(safe; unsafe too with --unsafe-fixes). Each fix's changes are made on the libcst tree of the files it
+touches (`cachelint.codemod`), parsed once a round, and read back as text edits; a fix is kept if its
+edits do not overlap those of the fixes kept before and every file it touches still parses with both
+CPython and libcst. Nothing is written until the rounds end; then each changed file is written
+atomically (temporary file in the same folder + os.replace) with its encoding, BOM, line endings,
+mode, owner and group, unless it changed on disk since it was read. A file outside the project
+(reached through a symbolic link) or with several hard links is never fixed (`unwritable`);
+--add-noqa writes through the same `write_files`.
 """
 
 from __future__ import annotations
@@ -21,14 +23,18 @@ import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cachelint import interrupts
 from cachelint.config import Settings
-from cachelint.edits import apply_edits, lines_with_breaks
+from cachelint.edits import apply_edits, lines_with_breaks, overlaps
 from cachelint.engine import Analysis, analyze
 from cachelint.finding import Applicability, Edit, Finding, Fix
 from cachelint.output.printable import printable
 from cachelint.source import SourceError, SourceFile, decode_source, read_file
+
+if TYPE_CHECKING:
+    from cachelint.codemod.transform import Rewriter
 
 MAX_ROUNDS = 10
 
@@ -55,7 +61,7 @@ class FixOutcome:
 
 
 def allowed(fix: Fix, unsafe: bool) -> bool:
-    if not fix.edits:
+    if not fix.changes:
         return False
     return fix.applicability is Applicability.SAFE or (unsafe and fix.applicability is Applicability.UNSAFE)
 
@@ -79,56 +85,69 @@ def _parses(text: str) -> bool:
     return True
 
 
-def _overlaps(a: Edit, b: Edit) -> bool:
-    a_start, a_end = (a.span.line, a.span.col), (a.span.end_line, a.span.end_col)
-    b_start, b_end = (b.span.line, b.span.col), (b.span.end_line, b.span.end_col)
-    if a_start == a_end and b_start == b_end:
-        return a_start == b_start
-    return (a_start < b_end and b_start < a_end) or a_start == b_start
-
-
 class _Round:
     """One round: picks fixes greedily, keeping each only if all its files still parse."""
 
-    def __init__(self, outcome: FixOutcome, failed: set[tuple[str, str, int, int]]) -> None:
+    def __init__(self, outcome: FixOutcome, failed: set[tuple[str, str, int, int]], only: Iterable[Path]) -> None:
         self.outcome = outcome
         self.failed = failed
+        self.only = frozenset(only)  # when given, the only files a fix may touch
         self.edits: dict[Path, list[Edit]] = {}
         self.applied = 0
+        self._rewriter: Rewriter | None = None
+
+    @property
+    def rewriter(self) -> Rewriter:
+        """The files' libcst trees as the round found them, parsed when a fix first needs one."""
+        if self._rewriter is None:
+            from cachelint.codemod.transform import Rewriter
+
+            def read(display: str) -> str | None:
+                file = self.outcome.files.get(_absolute(display))
+                return file.text if file is not None else None
+
+            self._rewriter = Rewriter(read)
+        return self._rewriter
 
     def offer(self, finding: Finding, fix: Fix) -> None:
         key = (finding.code, finding.path, finding.span.line, finding.span.col)
         if key in self.failed:
             return
+        if self.only and any(_absolute(path) not in self.only for path in fix.paths):
+            return
+        if any(_absolute(path) not in self.outcome.files for path in fix.paths):
+            return
+        made = self.rewriter.edits(fix)
+        if made is None:
+            self._fail(finding, key, "it could not be made on this code")
+            return
         by_file: dict[Path, list[Edit]] = {}
-        for edit in fix.edits:
-            by_file.setdefault(_absolute(edit.path), []).append(edit)
+        for display, edits in made.items():
+            by_file.setdefault(_absolute(display), []).extend(edits)
         for path, edits in by_file.items():
             taken = self.edits.get(path, [])
-            if any(_overlaps(edit, other) for edit in edits for other in taken):
+            if any(overlaps(edit, other) for edit in edits for other in taken):
                 return
-        texts = {}
         for path, edits in by_file.items():
-            file = self.outcome.files.get(path)
-            if file is None:
-                return
-            newline = file.source.newline
+            newline = self.outcome.files[path].source.newline
             converted = [Edit(e.path, e.span, e.content.replace("\n", newline)) for e in edits]
             try:
-                texts[path] = apply_edits(file.text, [*self.edits.get(path, []), *converted])
+                text = apply_edits(self.outcome.files[path].text, [*self.edits.get(path, []), *converted])
             except ValueError:
                 return
-            if not _parses(texts[path]):
-                self.failed.add(key)
-                self.outcome.errors.append(
-                    f"{finding.path}:{finding.span.line}:{finding.span.col}: {finding.code} fix not applied: "
-                    "the result would not parse or compile"
-                )
+            if not _parses(text):
+                self._fail(finding, key, "the result would not parse or compile")
                 return
             by_file[path] = converted
         for path, edits in by_file.items():
             self.edits.setdefault(path, []).extend(edits)
         self.applied += 1
+
+    def _fail(self, finding: Finding, key: tuple[str, str, int, int], reason: str) -> None:
+        self.failed.add(key)
+        self.outcome.errors.append(
+            f"{finding.path}:{finding.span.line}:{finding.span.col}: {finding.code} fix not applied: {reason}"
+        )
 
     def commit(self) -> None:
         for path, edits in self.edits.items():
@@ -162,24 +181,24 @@ def _track(outcome: FixOutcome, analysis: Analysis, overlay: dict[Path, bytes], 
 
 
 def _load_extra(
-    outcome: FixOutcome, edits: Sequence[Edit], problems: dict[Path, str], overlay: Mapping[Path, bytes]
+    outcome: FixOutcome, paths: Sequence[str], problems: dict[Path, str], overlay: Mapping[Path, bytes]
 ) -> None:
     """Files outside the checked paths that a cross-file fix edits (the driver side of CL001); not a
-    checked file `_track` left out (its edits were made for bytes it no longer holds)."""
-    for edit in edits:
-        path = _absolute(edit.path)
+    checked file `_track` left out (its fix was made for text it no longer holds)."""
+    for display in paths:
+        path = _absolute(display)
         if path in outcome.files or path in problems:
             continue
         refusal = unwritable(path, outcome.analysis.root)
         if refusal is not None:
-            problems[path] = f"{edit.path}: not fixed: {refusal}"
+            problems[path] = f"{display}: not fixed: {refusal}"
             continue
         try:
             original = overlay[path] if path in overlay else read_file(path)
             source = decode_source(original)
         except (OSError, SourceError):
             continue
-        outcome.files[path] = FixedFile(path, edit.path, source, original, source.text)
+        outcome.files[path] = FixedFile(path, display, source, original, source.text)
 
 
 def fix_to_fixed_point(
@@ -194,10 +213,11 @@ def fix_to_fixed_point(
     workers: int | None = None,
 ) -> FixOutcome:
     """Apply every allowed fix, re-analysing after each round, until nothing changes (bounded).
-    `use_cache`, `settings_for` (each file's settings, so each project's), `overlay` (contents to use
-    instead of the files', e.g. an editor's unsaved buffers) and `workers` are passed to `analyze`.
-    The outcome's files start from the overlaid contents."""
-    overlay = dict(overlay or {})
+    `use_cache`, `settings_for` (each file's settings, so each project's) and `workers` are passed to
+    `analyze`. `overlay`: contents to use instead of the files' (absolute paths; source given on stdin,
+    an editor's unsaved buffers): fixes then change those files only."""
+    given = frozenset(overlay or ())
+    contents: dict[Path, bytes] = dict(overlay or {})  # with the fixed files'
     failed: set[tuple[str, str, int, int]] = set()
     problems: dict[Path, str] = {}  # files that could not be tracked (yet)
     run = functools.partial(
@@ -210,22 +230,22 @@ def fix_to_fixed_point(
         settings_for=settings_for,
         workers=workers,
     )
-    analysis = run(overlay=overlay)
+    analysis = run(overlay=contents)
     outcome = FixOutcome(analysis)
     for _ in range(MAX_ROUNDS):
-        _track(outcome, analysis, overlay, problems)
-        round_ = _Round(outcome, failed)
+        _track(outcome, analysis, contents, problems)
+        round_ = _Round(outcome, failed, given)
         for finding in analysis.findings:
             if finding.fix is not None and allowed(finding.fix, unsafe):
-                _load_extra(outcome, finding.fix.edits, problems, overlay)
+                _load_extra(outcome, finding.fix.paths, problems, contents)
                 round_.offer(finding, finding.fix)
         if not round_.applied:
             break
         round_.commit()
         outcome.fixed += round_.applied
         for file in outcome.changed:
-            overlay[file.path] = file.source.encode(file.text)
-        analysis = run(overlay=overlay)
+            contents[file.path] = file.source.encode(file.text)
+        analysis = run(overlay=contents)
     outcome.analysis = analysis
     outcome.errors += problems.values()
     return outcome

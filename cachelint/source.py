@@ -10,12 +10,8 @@ import symtable
 import tokenize
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from cachelint.finding import Span
-
-if TYPE_CHECKING:
-    import libcst as cst
 
 
 class SourceError(Exception):
@@ -111,19 +107,6 @@ def read_source(path: Path) -> SourceFile:
     except OSError as error:
         raise SourceError(f"cannot read file: {error.strerror or error}") from error
     return decode_source(raw)
-
-
-def parse_source(text: str) -> cst.Module:
-    """Parse with libcst; raise SourceError with the parser's message and position."""
-    import libcst as cst  # a third of a second to import: only fixes need it
-
-    try:
-        return cst.parse_module(text)
-    except cst.ParserSyntaxError as error:
-        message = str(error.message).strip().splitlines()[0] if error.message else "invalid syntax"
-        raise SourceError(message, error.raw_line, error.raw_column + 1) from error
-    except RecursionError as error:
-        raise SourceError("too deeply nested to parse") from error
 
 
 def check_syntax(text: str) -> None:

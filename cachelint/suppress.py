@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from cachelint.edits import source_lines
-from cachelint.finding import Applicability, Edit, Finding, Fix, Span
+from cachelint.finding import Applicability, Edit, Finding, Fix, ReplaceComment, Span
 
 # CL100 is reported from here, not by a rule class; the registry may describe it with these.
 UNUSED_SUPPRESSION_CODE = "CL100"
@@ -271,11 +271,14 @@ def unused_finding(
         return None
     kept = [code for code in directive.codes if code not in unused]
     if kept and directive.codes_cols is not None:
-        first, last = directive.codes_cols
-        edit = Edit(path, Span(directive.line, first, directive.line, last), ", ".join(kept))
-        fix = Fix(f"Remove unused {', '.join(unused)}", Applicability.SAFE, (edit,))
+        first, last = (col - directive.comment_col for col in directive.codes_cols)
+        text = f"{directive.comment[:first]}{', '.join(kept)}{directive.comment[last:]}"
+        change = ReplaceComment(
+            path, Span(directive.line, directive.comment_col, directive.line, directive.comment_col), text
+        )
+        fix = Fix(f"Remove unused {', '.join(unused)}", Applicability.SAFE, changes=(change,))
     else:
-        fix = Fix(f"Remove unused {label} directive", Applicability.SAFE, (removal_edit(path, directive),))
+        fix = Fix(f"Remove unused {label} directive", Applicability.SAFE, changes=(removal_change(path, directive),))
     return Finding(
         path=path,
         span=Span(directive.line, directive.col, directive.line, directive.end_col),
@@ -287,23 +290,20 @@ def unused_finding(
     )
 
 
-def removal_edit(path: str, directive: Directive) -> Edit:
-    """Remove the directive from its comment, the whole comment when nothing else is in it."""
+def removal_change(path: str, directive: Directive) -> ReplaceComment:
+    """Remove the directive from its comment: the whole comment when nothing else is in it (and its line
+    when the comment has the line to itself)."""
     start = directive.col - directive.comment_col
     end = directive.end_col - directive.comment_col
     before, after = directive.comment[:start], directive.comment[end:].strip()
-    line = directive.line
     if before.strip():
         remainder = before.rstrip() + (f" {after}" if after else "")
     elif after:
         remainder = after if after.startswith("#") else f"# {after}"
-    elif directive.code_end_col == 1:
-        if directive.has_line_break:
-            return Edit(path, Span(line, 1, line + 1, 1), "")
-        return Edit(path, Span(line, 1, line, directive.comment_end_col), "")
     else:
-        return Edit(path, Span(line, directive.code_end_col, line, directive.comment_end_col), "")
-    return Edit(path, Span(line, directive.comment_col, line, directive.comment_end_col), remainder)
+        remainder = ""
+    at = Span(directive.line, directive.comment_col, directive.line, directive.comment_col)
+    return ReplaceComment(path, at, remainder)
 
 
 def add_noqa_edits(text: str, findings: Iterable[Finding]) -> tuple[list[Edit], int]:

@@ -16,6 +16,7 @@ from cli_runner import (
     CLEAN,
     DEMO,
     PYPROJECT,
+    REPO,
     WORKER,
     cachelint,
     cachelint_on_terminal,
@@ -218,6 +219,27 @@ def test_colour_on_a_terminal(project: Path, env: dict[str, str], args: list[str
     assert (ESC.encode() in stdout) is coloured
 
 
+# ---------------------------------------------------------------- libcst only for fixes
+
+
+def imports_libcst(*args: str, cwd: Path) -> bool:
+    run = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "cachelint", "check", "--no-cache", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+    )
+    return any(line.split("|")[-1].strip() == "libcst" for line in run.stderr.splitlines())
+
+
+def test_libcst_is_imported_only_when_a_fix_is_made_or_shown(tmp_path: Path) -> None:
+    demo = shutil.copytree(DEMO, tmp_path / "demo")
+    assert not imports_libcst(cwd=demo)  # the findings have fixes, but none is shown or applied
+    assert not imports_libcst("--fix", "--select", "CL001,CL003", cwd=demo)  # no safe fix among them
+    assert imports_libcst("--show-fixes", cwd=demo)
+    assert imports_libcst("--output-format", "json", cwd=demo)
+
+
 # ---------------------------------------------------------------- stdin
 
 
@@ -323,11 +345,62 @@ def test_stdin_filename_must_not_be_a_folder(project: Path) -> None:
     assert result.stderr_lines == ["cachelint: error: --stdin-filename tiny_rl: is a folder, expected a file name"]
 
 
-@pytest.mark.parametrize("flag", ["--fix", "--add-noqa", "--diff"])
-def test_stdin_cannot_be_written(project: Path, flag: str) -> None:
-    result = check("-", flag, cwd=project, stdin=WORKER)
+def test_stdin_cannot_get_noqa_directives(project: Path) -> None:
+    result = check("-", "--add-noqa", cwd=project, stdin=WORKER)
     assert result.code == 2
-    assert result.stderr_lines == [f"cachelint: error: {flag} cannot be used with source read from stdin"]
+    assert result.stderr_lines == ["cachelint: error: --add-noqa cannot be used with source read from stdin"]
+
+
+UNAWAITED = (REPO / "fixtures" / "CL005" / "unawaited_reset_in_async_server.py").read_text()
+PREFIX_IN_TRY = (REPO / "fixtures" / "CL003" / "prefix_reset_in_one_line_try.py").read_text()
+
+
+def test_fix_on_stdin_prints_the_fixed_source(project: Path) -> None:
+    expected = (REPO / "fixtures" / "CL005" / "unawaited_reset_in_async_server.py.fixed").read_text()
+    result = check("--fix", "--stdin-filename", "tiny_rl/server.py", "-", cwd=project, stdin=UNAWAITED)
+    assert result.code == 0, result.stderr
+    assert result.stdout == expected
+    assert "Fixed 1 problem." in result.stderr
+    assert not (project / "tiny_rl" / "server.py").exists()  # nothing is written
+
+
+def test_fix_on_stdin_reports_what_is_left_on_stderr(project: Path) -> None:
+    safe = check("--fix", "-", "--output-format", "concise", cwd=project, stdin=PREFIX_IN_TRY)
+    assert safe.code == 1
+    assert safe.stdout == PREFIX_IN_TRY  # its fix is unsafe
+    assert "-:13:20: CL003 update_weights" in safe.stderr
+    unsafe = check("--fix", "--unsafe-fixes", "-", "--output-format", "json", cwd=project, stdin=PREFIX_IN_TRY)
+    assert unsafe.code == 0
+    assert json.loads(unsafe.stderr) == []
+    write_tree(project, {"tiny_rl/server.py": PREFIX_IN_TRY})  # the same fix as on a file
+    assert check("--fix", "--unsafe-fixes", "tiny_rl/server.py", cwd=project).code == 0
+    assert unsafe.stdout == (project / "tiny_rl" / "server.py").read_text() != PREFIX_IN_TRY
+
+
+def test_fix_on_stdin_leaves_a_fix_over_two_files_alone(project: Path) -> None:
+    driver = "from vllm import LLM\n\ndef push(llm: LLM, weights):\n    llm.collective_rpc('refit', args=(weights,))\n"
+    worker = (
+        "class SyncWorkerExtension:\n"
+        "    def refit(self, weights):\n"
+        "        self.model_runner.model.load_weights(weights)\n"
+        "        self.model_runner.reset_encoder_cache()\n"
+    )
+    write_tree(project, {"tiny_rl/driver.py": driver})
+    args = ("--fix", "--unsafe-fixes", "--stdin-filename", "tiny_rl/refit_worker.py", "--output-format", "concise")
+    result = check(*args, cwd=project, stdin=worker)
+    assert (result.code, result.stdout) == (1, worker)
+    assert "tiny_rl/refit_worker.py:4:9: CL001" in result.stderr
+    assert (project / "tiny_rl" / "driver.py").read_text() == driver
+
+
+def test_diff_and_fix_only_on_stdin(project: Path) -> None:
+    diff = check("--diff", "--unsafe-fixes", "--stdin-filename", "server.py", cwd=project, stdin=PREFIX_IN_TRY)
+    assert diff.code == 1
+    assert diff.stdout.startswith("--- a/server.py\n+++ b/server.py\n")
+    assert "+            await self.engine.reset_mm_cache()" in diff.stdout
+    assert diff.stderr_lines == ["Would fix 1 problem."]
+    only = check("--fix-only", "-", cwd=project, stdin=WORKER)
+    assert (only.code, only.stdout, only.stderr) == (0, WORKER, "")
 
 
 # ---------------------------------------------------------------- suppressions

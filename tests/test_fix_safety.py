@@ -11,9 +11,10 @@ from fixture_cases import Case, analyze_case, rule_cases
 
 from cachelint.config import Settings
 from cachelint.facts import load_facts
-from cachelint.finding import Applicability, Edit, Finding, Fix, Span
+from cachelint.finding import Applicability, Finding, Fix, InsertAfter, NewStatement, Span
 from cachelint.project import ProjectIndex
 from cachelint.rules import Context, fix_safety
+from cachelint.summary.positions import SourcePositions
 from cachelint.summary.walk import summarize
 from cachelint.vllm_range import from_specifier
 
@@ -49,9 +50,15 @@ def context_for(source: str, vllm: str = ">=0.6") -> tuple[Context, str]:
     return Context(index, from_specifier(vllm, "test"), Settings(), load_facts()), text
 
 
-def insertion(line: int, content: str, help: str = "", code: str = "CL003") -> Finding:
-    at = Span(line, 200, line, 200)
-    fix = Fix("insert", Applicability.UNSAFE, (Edit("pkg/mod.py", at, content),))
+def insertion(line: int, *statements: str | NewStatement, help: str = "", code: str = "CL003") -> Finding:
+    """A finding whose fix inserts `statements` after the statement on `line` of SOURCE."""
+    text = textwrap.dedent(SOURCE)
+    positions = SourcePositions(text)
+    anchor = next(
+        positions.span(node) for node in ast.walk(ast.parse(text)) if isinstance(node, ast.Expr) and node.lineno == line
+    )
+    new = tuple(NewStatement(item) if isinstance(item, str) else item for item in statements)
+    fix = Fix("insert", Applicability.UNSAFE, changes=(InsertAfter("pkg/mod.py", anchor, new),))
     return Finding("pkg/mod.py", Span(line, 9, line, 20), code, "rule", "message", help, fix)
 
 
@@ -87,12 +94,11 @@ SOURCE = """
 
 def test_a_method_missing_on_some_supported_release_needs_a_guard() -> None:
     context, _ = context_for(SOURCE, ">=0.8")
-    bare = fix_safety.vetted(insertion(20, "\n        self.llm.llm_engine.reset_encoder_cache()"), context)
+    bare = fix_safety.vetted(insertion(20, "self.llm.llm_engine.reset_encoder_cache()"), context)
     assert bare.fix is not None and bare.fix.applicability is Applicability.DISPLAY
     assert 'hasattr(self.llm.llm_engine, "reset_encoder_cache")' in bare.help
-    guarded = (
-        '\n        if hasattr(self.llm.llm_engine, "reset_encoder_cache"):'
-        "\n            self.llm.llm_engine.reset_encoder_cache()"
+    guarded = NewStatement(
+        "self.llm.llm_engine.reset_encoder_cache()", 'hasattr(self.llm.llm_engine, "reset_encoder_cache")'
     )
     kept = fix_safety.vetted(insertion(20, guarded), context)
     assert kept.fix is not None and kept.fix.applicability is Applicability.UNSAFE
@@ -100,40 +106,40 @@ def test_a_method_missing_on_some_supported_release_needs_a_guard() -> None:
 
 def test_a_method_the_project_class_lacks_is_not_called() -> None:
     context, _ = context_for(SOURCE, ">=0.22")
-    finding = fix_safety.vetted(insertion(21, "\n        self.client.reset_mm_cache()"), context)
+    finding = fix_safety.vetted(insertion(21, "self.client.reset_mm_cache()"), context)
     assert finding.fix is not None and finding.fix.applicability is Applicability.DISPLAY
     assert "`HttpClient` has no `reset_mm_cache`" in finding.help
 
 
 def test_nothing_is_called_on_another_engine() -> None:
     context, _ = context_for(SOURCE, ">=0.22")
-    finding = fix_safety.vetted(insertion(22, "\n        self.sgl.reset_mm_cache()"), context)
+    finding = fix_safety.vetted(insertion(22, "self.sgl.reset_mm_cache()"), context)
     assert finding.fix is not None and finding.fix.applicability is Applicability.DISPLAY
     assert "not vLLM's" in finding.help
 
 
 def test_sync_code_gets_sync_calls_and_coroutines_are_awaited() -> None:
     context, _ = context_for(SOURCE, ">=0.22")
-    awaited_in_sync = fix_safety.vetted(insertion(20, "\n        await self.llm.reset_mm_cache()"), context)
+    awaited_in_sync = fix_safety.vetted(insertion(20, "await self.llm.reset_mm_cache()"), context)
     assert awaited_in_sync.fix is not None and awaited_in_sync.fix.applicability is Applicability.DISPLAY
     assert "not async" in awaited_in_sync.help
-    dropped = fix_safety.vetted(insertion(27, "\n        self.engine.reset_encoder_cache()"), context)
+    dropped = fix_safety.vetted(insertion(27, "self.engine.reset_encoder_cache()"), context)
     assert dropped.fix is not None and dropped.fix.applicability is Applicability.DISPLAY
     assert "coroutine: await it" in dropped.help
 
 
 def test_a_reset_right_after_the_same_reset_is_not_inserted() -> None:
     context, _ = context_for(SOURCE, ">=0.22")
-    repeated = fix_safety.vetted(insertion(26, "\n        await self.engine.reset_mm_cache()"), context)
+    repeated = fix_safety.vetted(insertion(26, "await self.engine.reset_mm_cache()"), context)
     assert repeated.fix is not None and repeated.fix.applicability is Applicability.DISPLAY
     assert "already calls `self.engine.reset_mm_cache()`" in repeated.help
-    after_other_work = fix_safety.vetted(insertion(27, "\n        await self.engine.reset_mm_cache()"), context)
+    after_other_work = fix_safety.vetted(insertion(27, "await self.engine.reset_mm_cache()"), context)
     assert after_other_work.fix is not None and after_other_work.fix.applicability is Applicability.UNSAFE
 
 
 def test_help_that_names_another_call_than_the_fix_makes_is_caught() -> None:
     context, _ = context_for(SOURCE, ">=0.22")
-    content = "\n        self.llm.llm_engine.reset_encoder_cache()"
+    content = "self.llm.llm_engine.reset_encoder_cache()"
     wrong = fix_safety.vetted(insertion(20, content, help="Call `self.llm.reset_encoder_cache()`"), context)
     assert wrong.fix is not None and wrong.fix.applicability is Applicability.DISPLAY
     assert "the help names `self.llm.reset_encoder_cache()`" in wrong.help

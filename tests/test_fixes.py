@@ -10,9 +10,11 @@ from pathlib import Path
 import pytest
 
 from cachelint.config import Settings
-from cachelint.finding import Applicability, Edit, Fix, Span
+from cachelint.finding import Applicability, Fix, NewStatement, ReplaceExpression, Span
 from cachelint.fixes import fix_to_fixed_point, write_atomically, write_changes
 from cachelint.rules import cl004_mm_processor_cache_desync as cl004
+from cachelint.rules.insertions import insert_after
+from cachelint.summary import ResetEvent
 
 TAB_INDENTED = (
     "from vllm.v1.engine.async_llm import AsyncLLM\n"
@@ -73,14 +75,27 @@ def test_a_fix_that_would_not_parse_is_not_applied(tmp_path: Path, monkeypatch: 
     monkeypatch.chdir(_project(tmp_path, {"pause.py": PAUSE}))
 
     def broken_fix(file: object, event: object, context: object) -> Fix:
-        path = "pause.py"
-        return Fix("break it", Applicability.UNSAFE, (Edit(path, Span(4, 5, 4, 10), "await ("),))
+        parameter = ReplaceExpression("pause.py", Span(3, 17, 3, 23), "engine.x")  # def pause(engine.x: ...)
+        return Fix("break it", Applicability.UNSAFE, changes=(parameter,))
 
     monkeypatch.setattr(cl004, "_fix", broken_fix)
     outcome = fix_to_fixed_point([Path("pause.py")], Settings(), unsafe=True)
     assert outcome.changed == []
     assert len(outcome.errors) == 1 and "would not parse" in outcome.errors[0]
     assert [f.code for f in outcome.analysis.findings] == ["CL004"]
+
+
+def test_a_fix_whose_node_is_not_there_is_not_applied(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(_project(tmp_path, {"pause.py": PAUSE}))
+
+    def misplaced_fix(file: object, event: object, context: object) -> Fix:
+        nowhere = ReplaceExpression("pause.py", Span(4, 6, 4, 12), "engine")  # not an expression's span
+        return Fix("misplaced", Applicability.UNSAFE, changes=(nowhere,))
+
+    monkeypatch.setattr(cl004, "_fix", misplaced_fix)
+    outcome = fix_to_fixed_point([Path("pause.py")], Settings(), unsafe=True)
+    assert outcome.changed == []
+    assert outcome.errors == ["pause.py:4:11: CL004 fix not applied: it could not be made on this code"]
 
 
 def test_diff_prints_and_writes_nothing(tmp_path: Path) -> None:
@@ -147,8 +162,10 @@ def test_a_fix_whose_result_does_not_compile_is_not_applied(tmp_path: Path, monk
     """`ast.parse` takes a `break` outside a loop; CPython's compiler does not."""
     monkeypatch.chdir(_project(tmp_path, {"pause.py": PAUSE}))
 
-    def compiles_not(file: object, event: object, context: object) -> Fix:
-        return Fix("break it", Applicability.UNSAFE, (Edit("pause.py", Span(4, 5, 4, 5), "break\n    "),))
+    def compiles_not(file: object, event: ResetEvent, context: object) -> Fix:
+        assert event.anchor is not None
+        breaks = insert_after("pause.py", event.anchor, [NewStatement("break")])
+        return Fix("break it", Applicability.UNSAFE, changes=(breaks,))
 
     monkeypatch.setattr(cl004, "_fix", compiles_not)
     outcome = fix_to_fixed_point([Path("pause.py")], Settings(), unsafe=True)

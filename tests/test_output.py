@@ -13,7 +13,7 @@ import jsonschema
 import pytest
 
 from cachelint import docs
-from cachelint.finding import Applicability, ChainStep, Edit, Finding, Fix, Span
+from cachelint.finding import Applicability, ChainStep, Edit, Finding, Fix, ReplaceExpression, Span
 from cachelint.output import FORMATS, ReportContext, render
 from cachelint.vllm_range import from_specifier
 
@@ -116,6 +116,7 @@ def worker_finding(line: int = 4, col: int = 9, function: str = "WorkerExtension
             "Reset the encoder cache through the engine",
             Applicability.SAFE,
             (Edit(WORKER, Span(line, col + 5, line, col + 17), "engine"),),
+            (ReplaceExpression(WORKER, Span(line, col + 5, line, col + 17), "engine"),),
         ),
         function=function,
     )
@@ -133,6 +134,7 @@ def rollout_finding() -> Finding:
             "Use the engine reset",
             Applicability.UNSAFE,
             (Edit(ROLLOUT, Span(5, 5, 7, 6), "engine.reset_encoder_cache()"),),
+            (ReplaceExpression(ROLLOUT, Span(5, 5, 7, 6), "engine.reset_encoder_cache()"),),
         ),
         function="refit",
     )

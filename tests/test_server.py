@@ -339,9 +339,11 @@ async def test_quick_fix_gives_the_fixed_text(client: RecordingClient, tmp_path:
     assert fix.kind == types.CodeActionKind.QuickFix
     assert fix.is_preferred
     assert [d.code for d in fix.diagnostics or []] == ["CL005"]
-    # CL004's fix is only a suggestion here (the pause is not awaited): no action but its noqa. Only the
-    # findings under the cursor get actions, not the CL005 on line 12.
+    # CL004's fix is unsafe: an action, not the preferred one. Only the findings under the cursor get
+    # actions, not the CL005 on line 12.
+    assert not by_title["CL004: Call `await self.engine.reset_mm_cache()` right after the pause (unsafe)"].is_preferred
     assert sorted(by_title) == [
+        "CL004: Call `await self.engine.reset_mm_cache()` right after the pause (unsafe)",
         "CL005: Add `await`",
         "Disable CL004 for this line",
         "Disable CL005 for this line",

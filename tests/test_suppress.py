@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from cachelint.codemod import with_edits
 from cachelint.edits import apply_edits
-from cachelint.finding import INVALID_SYNTAX, Applicability, Finding, Span
+from cachelint.finding import INVALID_SYNTAX, Applicability, Edit, Finding, Span
 from cachelint.suppress import (
     FILE_IGNORE,
     IGNORE,
@@ -34,7 +35,13 @@ def unused(text: str, findings: list[Finding]) -> list[Finding]:
 
 
 def fixed(text: str, reported: list[Finding]) -> str:
-    edits = [edit for item in reported if item.fix for edit in item.fix.edits]
+    """`text` with the fixes of `reported` made as `--fix` makes them (their edits read off the rewritten
+    module), newlines as the text has them."""
+    made = with_edits(reported, lambda path: text)
+    newline = "\r\n" if "\r\n" in text else "\r" if "\r" in text else "\n"
+    edits = [
+        Edit(e.path, e.span, e.content.replace("\n", newline)) for item in made if item.fix for e in item.fix.edits
+    ]
     return apply_edits(text, edits)
 
 

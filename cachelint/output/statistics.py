@@ -30,7 +30,7 @@ class RuleCount:
 
 def is_fixable(finding: Finding, context: ReportContext) -> bool:
     """Whether `--fix` in this run would apply the finding's fix (safe, or unsafe under --unsafe-fixes)."""
-    if finding.fix is None or not finding.fix.edits:
+    if finding.fix is None or not finding.fix.changes:
         return False
     allowed = {Applicability.SAFE, Applicability.UNSAFE} if context.unsafe_fixes else {Applicability.SAFE}
     return finding.fix.applicability in allowed

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from cachelint.facts import EngineClass, Scope
-from cachelint.finding import Applicability, Edit, Finding, Fix
+from cachelint.finding import Applicability, Change, Finding, Fix, NewStatement, ReplaceExpression
 from cachelint.project import FunctionRef
 from cachelint.rules.base import Context, Rule, RuleInfo
 from cachelint.rules.events import is_engine_level
@@ -120,9 +120,9 @@ def _fix(file: FileSummary, function: FunctionSummary, event: ResetEvent, contex
     prefix = _engine_prefix(event)
     if prefix and prefix.endswith("llm_engine"):
         span = event.span if event.method == "clear" else event.callee_span
-        content = f"{prefix}.{method}()" if event.method == "clear" else f"{prefix}.{method}"
-        edit = Edit(file.path, span, content)
-        return Fix(f"Call `{prefix}.{method}()`", Applicability.UNSAFE, (edit,))
+        code = f"{prefix}.{method}()" if event.method == "clear" else f"{prefix}.{method}"
+        change = ReplaceExpression(file.path, span, code)
+        return Fix(f"Call `{prefix}.{method}()`", Applicability.UNSAFE, changes=(change,))
     if event.via == "rpc":
         return _rpc_fix(file, event, method)
     return _driver_side_fix(file, function, event, context, method)
@@ -145,7 +145,7 @@ def _rpc_fix(file: FileSummary, event: ResetEvent, method: str) -> Fix:
     call = _rpc_call(event, method)
     if event.positional or event.keywords or event.star_kwargs:
         return Fix(f"Call `{call}` instead", Applicability.DISPLAY)
-    return Fix(f"Call `{call}`", Applicability.UNSAFE, (Edit(file.path, event.span, call),))
+    return Fix(f"Call `{call}`", Applicability.UNSAFE, changes=(ReplaceExpression(file.path, event.span, call),))
 
 
 def _driver_reset(ref: FunctionRef, site: CallSite, method: str) -> str | None:
@@ -192,9 +192,9 @@ def _driver_side_fix(
     where = f'right after the `collective_rpc("{function.name}")` call that runs `{function.qualname}`'
     advice = f"Remove this call and reset at engine level on the driver side, {where}"
     anchor = event.anchor
-    if not sites or anchor is None or not anchor.own_lines:
+    if not sites or anchor is None:
         return Fix(f"{advice}: `await engine.{method}()` on an AsyncLLM", Applicability.DISPLAY)
-    edits = [remove_statement(file.path, anchor)]
+    changes: list[Change] = [remove_statement(file.path, anchor)]
     for ref, site in sites:
         assert site.anchor is not None
         reset = _driver_reset(ref, site, method)
@@ -202,5 +202,5 @@ def _driver_side_fix(
             where = f"{ref.file.path}:{site.span.line}"
             return Fix(f"{advice} ({where}), once its coroutine has been awaited", Applicability.DISPLAY)
         if not _already_resets(ref, site, method, context):
-            edits.append(insert_after(ref.file.path, site.anchor, [reset]))
-    return Fix(advice, Applicability.UNSAFE, tuple(edits))
+            changes.append(insert_after(ref.file.path, site.anchor, [NewStatement(reset)]))
+    return Fix(advice, Applicability.UNSAFE, changes=tuple(changes))

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from packaging.version import Version
 
 from cachelint.facts import EngineClass
-from cachelint.finding import Applicability, Edit, Finding, Fix, Span
+from cachelint.finding import Applicability, Finding, Fix, ReplaceExpression, UnwrapIf
 from cachelint.rules.base import Context, Rule, RuleInfo
 from cachelint.rules.events import assumed_class, clears_caches, first_release, is_worker_side
 from cachelint.summary import RESET_METHODS, FileSummary, Gate, ResetEvent
@@ -132,26 +132,19 @@ def _fix(file: FileSummary, event: ResetEvent, gate: Gate, context: Context) -> 
     if gate.kind == "kwargs" or not gate.pure:
         return Fix(_help(event, gate), Applicability.DISPLAY)
     if gate.kind == "guard":
-        edit = Edit(file.path, gate.test_span, f"not {probe}")
-        return Fix(f"Replace the guard's version test with `not {probe}`", Applicability.UNSAFE, (edit,))
-    if gate.kind not in ("if", "elif") or gate.has_else:
+        change = ReplaceExpression(file.path, gate.test_span, f"not {probe}")
+        return Fix(f"Replace the guard's version test with `not {probe}`", Applicability.UNSAFE, changes=(change,))
+    if gate.kind not in ("if", "elif"):
         return Fix(f"Test `{probe}` instead of the version", Applicability.DISPLAY)
-    if not gate.only_reset:
-        edit = Edit(file.path, gate.test_span, probe)
-        return Fix(f"Replace the version test with `{probe}`", Applicability.UNSAFE, (edit,))
+    # Other code in the branch, or an else branch, runs on other releases after the fix: unsafe.
+    applicability = Applicability.SAFE if gate.only_reset and not gate.has_else else Applicability.UNSAFE
     first = first_release(context.facts, event)
-    statement = event.statement_span
-    if (
-        gate.kind == "if"
-        and first is not None
-        and context.supported.all_from(first)
-        and statement.line == statement.end_line
-    ):
-        header = Span(gate.statement_span.line, gate.statement_span.col, statement.line, statement.col)
+    if gate.kind == "if" and gate.only_reset and first is not None and context.supported.all_from(first):
+        dropped = " and its else branch" if gate.has_else else ""
         return Fix(
-            "Remove the version gate (every supported release has the method)",
-            Applicability.SAFE,
-            (Edit(file.path, header, ""),),
+            f"Remove the version gate{dropped} (every supported release has the method)",
+            applicability,
+            changes=(UnwrapIf(file.path, gate.statement_span),),
         )
-    edit = Edit(file.path, gate.test_span, probe)
-    return Fix(f"Replace the version test with `{probe}`", Applicability.SAFE, (edit,))
+    change = ReplaceExpression(file.path, gate.test_span, probe)
+    return Fix(f"Replace the version test with `{probe}`", applicability, changes=(change,))

@@ -17,7 +17,7 @@ from cachelint.rules.events import (
     awaits,
     clears_caches,
     engine_reset_help,
-    engine_reset_lines,
+    engine_reset_statement,
     is_engine_level,
     receiver_of,
     route,
@@ -250,7 +250,7 @@ def _fix(file: FileSummary, stale: StalePrefixReset, context: Context) -> Fix:
         return Fix(help_text, Applicability.DISPLAY)
     if awaits(event) and not event.awaited:
         return Fix(f"{help_text}, once the stored coroutine has been awaited", Applicability.DISPLAY)
-    lines = [line for cache in stale.missing for line in engine_reset_lines(event, METHODS[cache], context)]
-    edit = insert_after(file.path, event.anchor, lines)
+    statements = [engine_reset_statement(event, METHODS[cache], context) for cache in stale.missing]
+    change = insert_after(file.path, event.anchor, statements)
     caches = " and ".join(stale.missing)
-    return Fix(f"Reset the {caches} caches after the prefix cache", Applicability.UNSAFE, (edit,))
+    return Fix(f"Reset the {caches} caches after the prefix cache", Applicability.UNSAFE, changes=(change,))

@@ -12,7 +12,7 @@ from cachelint.rules.base import Context, Rule, RuleInfo, multimodal_only
 from cachelint.rules.events import (
     clears_caches,
     engine_reset_call,
-    engine_reset_lines,
+    engine_reset_statement,
     is_engine_level,
     vllm_note,
 )
@@ -192,6 +192,6 @@ def _help(event: ResetEvent, context: Context) -> str:
 def _fix(file: FileSummary, event: ResetEvent, context: Context) -> Fix:
     if event.via not in ("direct", "alias") or not insertable_after(event.anchor):
         return Fix(_help(event, context), Applicability.DISPLAY)
-    lines = engine_reset_lines(event, "reset_mm_cache", context)
-    edit = insert_after(file.path, event.anchor, lines)
-    return Fix(f"Call `{lines[-1].strip()}` right after the pause", Applicability.UNSAFE, (edit,))
+    statement = engine_reset_statement(event, "reset_mm_cache", context)
+    change = insert_after(file.path, event.anchor, [statement])
+    return Fix(f"Call `{statement.code}` right after the pause", Applicability.UNSAFE, changes=(change,))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from cachelint.facts import ApiFact, EngineClass
-from cachelint.finding import Applicability, Edit, Finding, Fix, Span
+from cachelint.finding import Applicability, AwaitCall, Finding, Fix
 from cachelint.rules.base import Context, Rule, RuleInfo
 from cachelint.rules.events import LOST_EFFECT
 from cachelint.summary import FileSummary, FunctionSummary, ResetEvent
@@ -88,5 +88,4 @@ def _help(event: ResetEvent) -> str:
 def _fix(file: FileSummary, event: ResetEvent) -> Fix:
     if not event.in_async:
         return Fix(_help(event), Applicability.DISPLAY)
-    at = Span(event.span.line, event.span.col, event.span.line, event.span.col)
-    return Fix("Add `await`", Applicability.SAFE, (Edit(file.path, at, "await "),))
+    return Fix("Add `await`", Applicability.SAFE, changes=(AwaitCall(file.path, event.span),))

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from packaging.version import Version
 
 from cachelint.facts import EngineClass
-from cachelint.finding import Applicability, Edit, Finding, Fix, Span
+from cachelint.finding import Applicability, Finding, Fix, ReplaceExpression, Span
 from cachelint.rules.base import Context, Rule, RuleInfo
 from cachelint.rules.events import describe_releases
 from cachelint.summary import FileSummary, FunctionSummary, HasattrProbe
@@ -107,15 +107,15 @@ def _fix(file: FileSummary, function: FunctionSummary, probe: HasattrProbe) -> F
     if not _PLAIN_RECEIVER.match(probe.receiver):
         return Fix(_help(probe), Applicability.DISPLAY)
     engine = f"{probe.receiver}.llm_engine"
-    edits = [Edit(file.path, probe.object_span, engine)]
+    changes = [ReplaceExpression(file.path, probe.object_span, engine)]
     for event in function.resets:
         if event.method != probe.attribute or event.chain != probe.chain or event.via != "direct":
             continue
         if _inside(event.span, probe.statement_span) or (
             probe.polarity == "negative" and event.span.line > probe.statement_span.end_line
         ):
-            edits.append(Edit(file.path, event.callee_span, f"{engine}.{probe.attribute}"))
-    return Fix(f"Use `{engine}` in the probe and the guarded call", Applicability.UNSAFE, tuple(edits))
+            changes.append(ReplaceExpression(file.path, event.callee_span, f"{engine}.{probe.attribute}"))
+    return Fix(f"Use `{engine}` in the probe and the guarded call", Applicability.UNSAFE, changes=tuple(changes))
 
 
 def _inside(span: Span, outer: Span) -> bool:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from packaging.version import Version
 
 from cachelint.facts import EngineClass
-from cachelint.finding import Applicability, Edit, Finding, Fix, Span
+from cachelint.finding import AddKeyword, Applicability, Finding, Fix, Span
 from cachelint.project import FunctionRef, ProjectIndex, Reached
 from cachelint.rules.base import Context, Rule, RuleInfo
 from cachelint.rules.events import gates_allow
@@ -212,11 +212,5 @@ def _fix(file: FileSummary, event: ResetEvent, context: Context) -> Fix:
     running = [release for release in context.supported.releases if gates_allow(event.gates, release)]
     if since is None or not running or any(release < since for release in running):
         return Fix(_help(context), Applicability.DISPLAY)
-    if event.keywords:
-        last = max(event.keyword_spans.values())
-        at = Span(last.end_line, last.end_col, last.end_line, last.end_col)
-        text = f", {FORCE}=True"
-    else:
-        at = Span(event.span.end_line, event.span.end_col - 1, event.span.end_line, event.span.end_col - 1)
-        text = f"{FORCE}=True"
-    return Fix(f"Pass `{FORCE}=True`", Applicability.UNSAFE, (Edit(file.path, at, text),))
+    change = AddKeyword(file.path, event.span, FORCE, "True")
+    return Fix(f"Pass `{FORCE}=True`", Applicability.UNSAFE, changes=(change,))

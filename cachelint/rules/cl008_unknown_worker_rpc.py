@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from cachelint.facts import ApiFact, EngineClass
-from cachelint.finding import Applicability, Edit, Finding, Fix
+from cachelint.finding import Applicability, Finding, Fix, ReplaceExpression
 from cachelint.rules.base import Context, Rule, RuleInfo
 from cachelint.rules.events import describe_releases
 from cachelint.summary import CallSite, FileSummary, FunctionSummary
@@ -126,5 +126,5 @@ def _fix(file: FileSummary, function: FunctionSummary, call: CallSite, context: 
     extra_arguments = event is None or event.positional or event.keywords or event.star_kwargs
     if replacement is None or extra_arguments:
         return Fix(_help(call, context), Applicability.DISPLAY)
-    edit = Edit(file.path, call.span, replacement)
-    return Fix(f"Call `{replacement}`", Applicability.UNSAFE, (edit,))
+    change = ReplaceExpression(file.path, call.span, replacement)
+    return Fix(f"Call `{replacement}`", Applicability.UNSAFE, changes=(change,))

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from packaging.version import Version
 
 from cachelint.facts import ApiFact, EngineArgumentFact
-from cachelint.finding import Applicability, Edit, Finding, Fix
+from cachelint.finding import Applicability, Finding, Fix, ReplaceExpression, ReplaceKeyword
 from cachelint.rules.base import Context, Rule, RuleInfo
 from cachelint.rules.events import LOST_EFFECT, assumed_class, describe_releases, gates_allow
 from cachelint.summary import ArgumentUse, FileSummary, FunctionSummary, Gate, ResetEvent
@@ -169,7 +169,7 @@ def _keyword_fix(file: FileSummary, event: ResetEvent, fact: ApiFact, keyword: s
     new, value, since = replacement
     if value is None or since is None or new in event.keywords or not _runs_only_from(event.gates, since, context):
         return Fix(help_text, Applicability.DISPLAY)
-    return Fix(f"Pass `{new}={value}`", Applicability.SAFE, (Edit(file.path, span, f"{new}={value}"),))
+    return Fix(f"Pass `{new}={value}`", Applicability.SAFE, changes=(ReplaceKeyword(file.path, span, new, value),))
 
 
 def _runs_only_from(gates: list[Gate], since: Version, context: Context) -> bool:
@@ -227,9 +227,9 @@ def _argument_fix(file: FileSummary, use: ArgumentUse, fact: EngineArgumentFact,
         return Fix(help_text, Applicability.DISPLAY)
     message = f"Use `{fact.replaced_by}={value}`"
     if use.kind == "keyword":
-        edit = Edit(file.path, use.span, f"{fact.replaced_by}={value}")
+        change = ReplaceKeyword(file.path, use.span, fact.replaced_by, value)
         safe = use.callee in ENGINE_ARGUMENT_CALLS
-        return Fix(message, Applicability.SAFE if safe else Applicability.UNSAFE, (edit,))
+        return Fix(message, Applicability.SAFE if safe else Applicability.UNSAFE, changes=(change,))
     key = use.key_text.replace(use.name, fact.replaced_by)
-    edits = (Edit(file.path, use.span, key), Edit(file.path, use.value_span, value))
-    return Fix(message, Applicability.UNSAFE, edits)
+    changes = (ReplaceExpression(file.path, use.span, key), ReplaceExpression(file.path, use.value_span, value))
+    return Fix(message, Applicability.UNSAFE, changes=changes)

@@ -6,6 +6,7 @@ from packaging.version import Version
 
 from cachelint import provenance
 from cachelint.facts import EngineClass, Facts, Scope
+from cachelint.finding import NewStatement
 from cachelint.provenance import Kind, Receiver
 from cachelint.rules import insertions
 from cachelint.rules.base import Context
@@ -117,15 +118,14 @@ def engine_reset_call(event: ResetEvent, method: str, context: Context) -> tuple
     return receiver, call, first is None or any(release < first for release in releases)
 
 
-def engine_reset_lines(event: ResetEvent, method: str, context: Context) -> list[str]:
-    """`engine_reset_call` as lines to insert after the event, behind `hasattr` when needed."""
+def engine_reset_statement(event: ResetEvent, method: str, context: Context) -> NewStatement:
+    """`engine_reset_call` as a statement to insert after the event, behind `hasattr` when needed."""
     receiver, call, needs_guard = engine_reset_call(event, method, context)
-    assert event.anchor is not None
-    return insertions.guarded(receiver, method, call, event.anchor) if needs_guard else [call]
+    return insertions.guarded(receiver, method, call) if needs_guard else NewStatement(call)
 
 
 def engine_reset_help(event: ResetEvent, methods: list[str], context: Context) -> str:
-    """The calls `engine_reset_lines` inserts, as help text: the same calls, with the same guard."""
+    """The calls `engine_reset_statement` inserts, as help text: the same calls, with the same guard."""
     calls = [engine_reset_call(event, method, context) for method in methods]
     text = " and ".join(f"`{call}`" for _, call, _ in calls)
     guarded = [(receiver, method) for (receiver, _, guard), method in zip(calls, methods, strict=True) if guard]

@@ -1,6 +1,7 @@
 """Invariants every fix must keep, checked for every finding a rule reports (engine.run_rules).
 
-For each call a fix inserts (`receiver.method(...)`, read back from the edit with `ast`):
+For each call a fix inserts (`receiver.method(...)`, read from the statements and expressions its
+changes add, with `ast`):
 - on a vLLM class, the method exists on every supported release, or a `hasattr(receiver, "method")`
   in the inserted code guards it;
 - on a project class, the class (or a project base) defines the method;
@@ -22,7 +23,7 @@ from packaging.version import Version
 
 from cachelint import provenance
 from cachelint.facts import EngineClass
-from cachelint.finding import Applicability, Edit, Finding, Fix
+from cachelint.finding import Applicability, Change, Finding, Fix, InsertAfter, ReplaceExpression
 from cachelint.provenance import Kind
 from cachelint.rules.base import Context
 from cachelint.summary import CallSite, FileSummary, FunctionSummary, ResetEvent
@@ -42,46 +43,46 @@ class InsertedCall:
     guarded: bool  # inside `if hasattr(receiver, "method"):` in the inserted code
 
 
-def inserted_calls(content: str) -> list[InsertedCall]:
-    """The method calls in an edit's text (statements, or one expression), with their guards."""
-    tree = _parse(content)
+def inserted_calls(change: Change) -> list[InsertedCall]:
+    """The method calls a change adds (statements after an anchor, or an expression), with their guards."""
+    if isinstance(change, InsertAfter):
+        found = []
+        for statement in change.statements:
+            tested = _hasattr_tests(_parse(statement.guard)) if statement.guard else set()
+            found += [
+                dataclasses.replace(call, guarded=(call.receiver, call.method) in tested)
+                for call in _calls(_parse(statement.code))
+            ]
+        return found
+    if isinstance(change, ReplaceExpression):
+        return _calls(_parse(change.code))
+    return []
+
+
+def _calls(tree: ast.AST | None) -> list[InsertedCall]:
     if tree is None:
         return []
-    guards: dict[int, set[tuple[str, str]]] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If):
-            tested = _hasattr_tests(node.test)
-            for inner in node.body:
-                for child in ast.walk(inner):
-                    guards.setdefault(id(child), set()).update(tested)
     awaited = {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Await)}
     found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
             receiver = dotted_name(node.func.value)
-            if receiver is None or node.func.attr not in CHECKED_METHODS:
-                continue
-            method = node.func.attr
-            guarded = (receiver, method) in guards.get(id(node), set())
-            found.append(InsertedCall(receiver, method, id(node) in awaited, guarded))
+            if receiver is not None and node.func.attr in CHECKED_METHODS:
+                found.append(InsertedCall(receiver, node.func.attr, id(node) in awaited, False))
     return found
 
 
-def _parse(content: str) -> ast.Module | None:
-    text = content.strip("\n")
-    lines = text.splitlines()
-    indent = min((len(line) - len(line.lstrip()) for line in lines if line.strip()), default=0)
-    text = "\n".join(line[indent:] for line in lines)
-    wrapped = f"async def _():\n{''.join(f'    {line}' + chr(10) for line in text.splitlines())}"
+def _parse(code: str) -> ast.AST | None:
+    """One statement or expression, read where `await` is allowed."""
     try:
-        return ast.parse(wrapped)
+        return ast.parse(f"async def _():\n    {code}\n")
     except SyntaxError:
         return None
 
 
-def _hasattr_tests(test: ast.expr) -> set[tuple[str, str]]:
+def _hasattr_tests(tree: ast.AST | None) -> set[tuple[str, str]]:
     tests = set()
-    for node in ast.walk(test):
+    for node in ast.walk(tree) if tree is not None else ():
         if isinstance(node, ast.Call) and dotted_name(node.func) == "hasattr" and len(node.args) == 2:
             receiver, name = dotted_name(node.args[0]), string_value(node.args[1])
             if receiver and name:
@@ -95,44 +96,41 @@ def violations(finding: Finding, context: Context) -> list[str]:
     if fix is None or fix.applicability is Applicability.DISPLAY:
         return []
     problems: list[str] = []
-    for edit in fix.edits:
-        file = context.project.files.get(edit.path)
-        function = _enclosing_function(file, edit.span.line) if file is not None else None
+    for change in fix.changes:
+        file = context.project.files.get(change.path)
+        at = change.where
+        function = _enclosing_function(file, at.line) if file is not None else None
         if file is None or function is None:
             continue
-        releases = _running_releases(edit, function, context)
-        replaced = (
-            _replaced_or_anchor(edit, function)
-            if edit.span.line != edit.span.end_line or edit.span.col != edit.span.end_col
-            else []
-        )
-        for call in inserted_calls(edit.content):
-            if any(event.consumed and event.span == edit.span for event in replaced):
+        releases = _running_releases(change, function, context)
+        replaced = _replaced_or_anchor(change, function)
+        for call in inserted_calls(change):
+            if any(event.consumed and event.span == at for event in replaced):
                 call = dataclasses.replace(call, awaited=True)  # the replaced call was awaited or gathered
-            problems.extend(_call_problems(call, edit, file, function, releases, context))
+            problems.extend(_call_problems(call, change, file, function, releases, context))
     problems.extend(_help_problems(finding, fix))
     return list(dict.fromkeys(problems))
 
 
-def _replaced_or_anchor(edit: Edit, function: FunctionSummary) -> list[ResetEvent]:
-    """The events an edit replaces, or after whose statement it inserts."""
-    inserting = edit.span.line == edit.span.end_line and edit.span.col == edit.span.end_col
-    if inserting:
-        return [event for event in function.resets if event.statement_span.end_line == edit.span.line]
+def _replaced_or_anchor(change: Change, function: FunctionSummary) -> list[ResetEvent]:
+    """The events whose statement a change inserts after, or that it changes."""
+    at = change.where
+    if isinstance(change, InsertAfter):
+        return [event for event in function.resets if event.anchor is not None and event.anchor.statement_span == at]
     return [
         event
         for event in (*function.resets, *function.lifecycle)
-        if event.span.line <= edit.span.end_line and edit.span.line <= event.span.end_line
+        if event.span.line <= at.end_line and at.line <= event.span.end_line
     ]
 
 
-def _running_releases(edit: Edit, function: FunctionSummary, context: Context) -> list[Version]:
+def _running_releases(change: Change, function: FunctionSummary, context: Context) -> list[Version]:
     """The supported releases on which the code at the edit runs: those that have the call it replaces
     or follows (and pass its version gates); all of them when that is not known."""
     from cachelint.rules.events import assumed_class, gates_allow
 
     releases = list(context.supported.releases)
-    for event in _replaced_or_anchor(edit, function):
+    for event in _replaced_or_anchor(change, function):
         fact = (
             context.facts.worker_rpc(event.method)
             if event.via == "rpc"
@@ -164,7 +162,7 @@ def _known_item(function: FunctionSummary, receiver: str) -> ResetEvent | CallSi
 
 def _call_problems(
     call: InsertedCall,
-    edit: Edit,
+    change: Change,
     file: FileSummary,
     function: FunctionSummary,
     releases: list[Version],
@@ -191,7 +189,7 @@ def _call_problems(
     else:
         cls = found.engine_class or (EngineClass.ASYNC_LLM if call.awaited else EngineClass.LLM_ENGINE)
         problems.extend(_vllm_problems(call, cls, function, releases, context))
-    if _repeats(call, edit, function):
+    if isinstance(change, InsertAfter) and _repeats(call, change, function):
         problems.append(f"`{function.name}` already calls `{call.receiver}.{call.method}()` right before this point")
     return problems
 
@@ -216,16 +214,16 @@ def _vllm_problems(
     return problems
 
 
-def _repeats(call: InsertedCall, edit: Edit, function: FunctionSummary) -> bool:
+def _repeats(call: InsertedCall, change: InsertAfter, function: FunctionSummary) -> bool:
     """An inserted reset that the same reset on the same receiver ends right before: nothing awaited and
     nothing else called on the receiver in between."""
-    if (edit.span.line, edit.span.col) != (edit.span.end_line, edit.span.end_col):
-        return False
-    at = (edit.span.line, edit.span.col)
+    at = (change.statement.end_line, change.statement.end_col)
     earlier = [
         event.statement_span
         for event in function.resets
-        if event.method == call.method and event.receiver == call.receiver and (event.span.end_line, 0) < at
+        if event.method == call.method
+        and event.receiver == call.receiver
+        and (event.span.end_line, event.span.end_col) <= at
     ]
     if not earlier:
         return False
@@ -242,8 +240,8 @@ def _help_problems(finding: Finding, fix: Fix) -> list[str]:
     """A help that names calls of a method the fix inserts, none of them on a receiver the fix uses,
     contradicts the fix."""
     inserted: dict[str, set[str]] = {}
-    for edit in fix.edits:
-        for call in inserted_calls(edit.content):
+    for change in fix.changes:
+        for call in inserted_calls(change):
             inserted.setdefault(call.method, set()).add(call.receiver)
     named: dict[str, set[str]] = {}
     for receiver, method in _HELP_CALL.findall(finding.help):

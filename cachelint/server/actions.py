@@ -46,7 +46,7 @@ def fix_action(
     entry: Entry, features: ClientFeatures, texts: Texts, versions: Mapping[Path, int | None]
 ) -> types.CodeAction | None:
     """The finding's fix as a quick fix, when it has edits and every file it touches still parses."""
-    fix = entry.finding.fix
+    fix = with_edits(entry.finding, texts)
     if fix is None or not fix.edits or fix.applicability is Applicability.DISPLAY:
         return None
     changes = fixed_texts(fix, texts)
@@ -60,6 +60,21 @@ def fix_action(
         is_preferred=not unsafe,
         edit=workspace_edit(changes, features, texts, versions),
     )
+
+
+def with_edits(finding: Finding, texts: Texts) -> Fix | None:
+    """The finding's fix with its text edits, made on the texts the editor holds (libcst is imported
+    only here, when a fix is asked for)."""
+    if finding.fix is None or not finding.fix.changes or finding.fix.applicability is Applicability.DISPLAY:
+        return None
+    from cachelint import codemod
+
+    def read(path: str) -> str | None:
+        text = texts.get(absolute(path))
+        return text.text if text is not None else None
+
+    [made] = codemod.with_edits([finding], read)
+    return made.fix
 
 
 def fixed_texts(fix: Fix, texts: Texts) -> list[Change] | None:
@@ -109,7 +124,7 @@ def fix_all_action(edit: types.WorkspaceEdit | None = None, data: object = None)
 
 def has_safe_fix(findings: Iterable[Finding]) -> bool:
     return any(
-        finding.fix is not None and finding.fix.edits and finding.fix.applicability is Applicability.SAFE
+        finding.fix is not None and finding.fix.changes and finding.fix.applicability is Applicability.SAFE
         for finding in findings
     )
 

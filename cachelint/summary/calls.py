@@ -135,7 +135,7 @@ class Calls(Compat):
         receiver_text = self.receiver_text(receiver) if receiver is not None else ""
         call_site = CallSite(name, receiver_text, chain, via, self.source.span(node), id(node) in self.awaited)
         if via == "rpc":
-            call_site.anchor = self.anchor(self.statements[-1] if self.statements else None)
+            call_site.anchor = self.anchor(self.statements[-1] if self.statements else self.header())
         self.frame.function.calls.append(call_site)
         if chain:
             self.note_receiver(call_site)
@@ -182,8 +182,7 @@ class Calls(Compat):
             span=self.source.span(node),
             callee_span=self.source.span(node.func),
             statement_span=statement_span,
-            indent=self.source.indent(statement_span.line),
-            anchor=self.anchor(statement),
+            anchor=self.anchor(statement or self.header()),
             keywords=keywords,
             positional=[self.source.segment(arg) for arg in arguments if not isinstance(arg, ast.Starred)],
             star_kwargs=star_kwargs,

@@ -47,14 +47,10 @@ class Gate:
 
 @dataclass
 class Anchor:
-    """The simple statement holding a call: where a fix inserts code after it or removes it."""
+    """The statement holding a call: where a fix inserts code after it or removes it. A simple
+    statement, or a `with` statement whose header holds the call."""
 
     statement_span: Span
-    indent: str
-    line_end_col: int  # the column just past the end of the statement's last line
-    own_lines: bool  # the statement starts its line and nothing but a comment follows it
-    sole_statement: bool  # the only statement of its block (removing it needs a `pass`)
-    previous_line_end_col: int  # the column just past the end of the line before the statement
     leaves_block: bool = False  # a return, raise, break or continue: nothing after it in the block runs
 
 
@@ -97,7 +93,6 @@ class ResetEvent:
     span: Span  # the call expression
     callee_span: Span  # the called expression (`x.reset_encoder_cache`)
     statement_span: Span  # the simple statement holding the call
-    indent: str
     anchor: Anchor | None = None
     keywords: dict[str, str] = field(default_factory=dict)
     positional: list[str] = field(default_factory=list)

@@ -55,19 +55,6 @@ class SourcePositions:
         parts.append(self._bytes(end_line)[:end_offset])
         return b"\n".join(parts).decode("utf-8", "replace")
 
-    def indent(self, line: int) -> str:
-        text = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
-        return text[: len(text) - len(text.lstrip())]
-
-    def line_end_col(self, line: int) -> int:
-        return len(self.lines[line - 1]) + 1 if 0 < line <= len(self.lines) else 1
-
-    def owns_lines(self, span: Span) -> bool:
-        """Nothing but indentation before the span and nothing but a comment after it."""
-        before = self.lines[span.line - 1][: span.col - 1] if 0 < span.line <= len(self.lines) else ""
-        after = self.lines[span.end_line - 1][span.end_col - 1 :] if 0 < span.end_line <= len(self.lines) else ""
-        return not before.strip() and (not after.strip() or after.strip().startswith("#"))
-
     def starts_with(self, line: int, word: str) -> bool:
         text = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
         return text.lstrip().startswith(word)

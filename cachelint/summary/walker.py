@@ -106,7 +106,7 @@ class Walker(ast.NodeVisitor):
         self.awaited: set[int] = set()
         self.consumed: set[int] = set()
         self.statements: list[ast.stmt] = []
-        self.blocks: list[list[ast.stmt]] = []
+        self.headers: list[ast.With | ast.AsyncWith] = []
         self.pending: list[Pending] = []
         self.pending_probes: list[tuple[HasattrProbe, ast.Call]] = []  # probes whose if test is being read
         self.handlers: dict[type[ast.AST], Callable[[Any, Any], Any] | None] = {}
@@ -152,10 +152,8 @@ class Walker(ast.NodeVisitor):
     def visit_block(self, statements: list[ast.stmt]) -> None:
         """A block of statements: guard clauses in it gate the statements after them."""
         self.frame.guards.append([])
-        self.blocks.append(statements)
         for statement in statements:
             self.visit(statement)
-        self.blocks.pop()
         self.frame.guards.pop()
 
     def statement(self) -> ast.stmt | None:
@@ -165,18 +163,15 @@ class Walker(ast.NodeVisitor):
     def statement_span(self) -> Span:
         return self.source.span(self.statements[-1]) if self.statements else Span(1, 1, 1, 1)
 
+    def header(self) -> ast.With | ast.AsyncWith | None:
+        """The `with` statement whose header is being visited (code after its calls opens its body)."""
+        return self.headers[-1] if self.headers else None
+
     def anchor(self, statement: ast.stmt | None) -> Anchor | None:
         if statement is None:
             return None
-        span = self.source.span(statement)
-        sole = bool(self.blocks) and len(self.blocks[-1]) == 1 and self.blocks[-1][0] is statement
         return Anchor(
-            statement_span=span,
-            indent=self.source.indent(span.line),
-            line_end_col=self.source.line_end_col(span.end_line),
-            own_lines=self.source.owns_lines(span),
-            sole_statement=sole,
-            previous_line_end_col=self.source.line_end_col(span.line - 1),
+            statement_span=self.source.span(statement),
             leaves_block=isinstance(statement, (ast.Return, ast.Raise, ast.Break, ast.Continue)),
         )
 
@@ -225,3 +220,12 @@ class Walker(ast.NodeVisitor):
         self.frames.pop()
 
     visit_AsyncFunctionDef = visit_FunctionDef
+
+    def visit_With(self, node: ast.With | ast.AsyncWith) -> None:
+        self.headers.append(node)
+        for item in node.items:
+            self.visit(item)
+        self.headers.pop()
+        self.visit_block(node.body)
+
+    visit_AsyncWith = visit_With

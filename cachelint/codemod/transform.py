@@ -1,0 +1,420 @@
+"""The changes fixes record, made on a file's libcst tree.
+
+Each change names its node by the span the summary recorded with `ast`; libcst's PositionProvider
+gives the same spans for statements, expressions, arguments and comments (parentheses left out), so a
+node is found by its span and kind. New statements are built with libcst in the module's own
+indentation and line breaks; statements that share a line, a one-line body (`if x: llm.sleep(1)`) or a
+`with` header are split over lines where code must go between them.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import libcst as cst
+from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
+
+from cachelint.edits import diff_edits
+from cachelint.finding import (
+    AddKeyword,
+    AwaitCall,
+    Change,
+    Edit,
+    Fix,
+    InsertAfter,
+    NewStatement,
+    RemoveStatement,
+    ReplaceComment,
+    ReplaceExpression,
+    ReplaceKeyword,
+    Span,
+    UnwrapIf,
+)
+
+NodeT = TypeVar("NodeT", bound=cst.CSTNode)
+Key = tuple[int, int, int, int]
+# Where an awaited call needs no parentheses: as a statement, an assigned or returned value, an argument
+# or an element of a display.
+_PLAIN_AWAIT_PARENTS = (
+    cst.Expr,
+    cst.Assign,
+    cst.AnnAssign,
+    cst.AugAssign,
+    cst.Return,
+    cst.Arg,
+    cst.Element,
+    cst.DictElement,
+)
+
+
+class RewriteError(Exception):
+    """A change whose node is not where its span says (the file is not the one the change was made for)."""
+
+
+class SourceTree:
+    """One file's libcst tree with the positions of its nodes, rewritten by changes."""
+
+    def __init__(self, module: cst.Module, positions: Mapping[cst.CSTNode, CodeRange]) -> None:
+        self.module = module
+        self.positions = positions
+        self._by_range: dict[Key, list[cst.CSTNode]] | None = None
+        self._comments: dict[tuple[int, int], cst.Comment] = {}
+
+    @classmethod
+    def parse(cls, text: str) -> SourceTree:
+        """Raises libcst.ParserSyntaxError (and RecursionError) for what libcst cannot parse."""
+        module = cst.parse_module(text)
+        return cls(module, MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider))
+
+    @property
+    def code(self) -> str:
+        return self.module.code
+
+    def rewrite(self, changes: Sequence[Change]) -> cst.Module:
+        """The module with every change made; RewriteError when a change's node is not found."""
+        targets = _Targets(self.module.config_for_parsing)
+        for change in changes:
+            try:
+                self._add(targets, change)
+            except cst.ParserSyntaxError as error:
+                raise RewriteError(f"the code a change adds does not parse: {error.message}") from error
+        return self.module.visit(_Rewriter(targets, self.positions))
+
+    def edits(self, path: str, changes: Sequence[Change]) -> list[Edit]:
+        """The text edits the changes make (the rewritten module's code against the original)."""
+        return diff_edits(path, self.code, self.rewrite(changes).code)
+
+    def _add(self, targets: _Targets, change: Change) -> None:
+        if isinstance(change, InsertAfter):
+            anchor = self._node(change.statement, (cst.BaseSmallStatement, cst.With))
+            targets.inserts[anchor].extend(targets.statement(new) for new in change.statements)
+        elif isinstance(change, RemoveStatement):
+            targets.removals.add(self._node(change.statement, cst.BaseSmallStatement))
+        elif isinstance(change, ReplaceExpression):
+            expression = self._node(change.span, cst.BaseExpression)
+            targets.replacements[expression] = cst.parse_expression(change.code, targets.config)
+        elif isinstance(change, AwaitCall):
+            targets.awaits.add(self._node(change.span, cst.Call))
+        elif isinstance(change, AddKeyword):
+            argument = targets.keyword_argument(change.keyword, change.value)
+            targets.keywords[self._node(change.call, cst.Call)].append(argument)
+        elif isinstance(change, ReplaceKeyword):
+            argument = targets.keyword_argument(change.keyword, change.value)
+            targets.arguments[self._node(change.span, cst.Arg)] = argument
+        elif isinstance(change, UnwrapIf):
+            targets.unwraps.add(self._node(change.statement, cst.If))
+        elif isinstance(change, ReplaceComment):
+            targets.comments[self._comment(change.span)] = change.text
+        else:
+            raise RewriteError(f"unknown change {type(change).__name__}")
+        targets.changes.append(change)
+
+    def _index(self) -> dict[Key, list[cst.CSTNode]]:
+        if self._by_range is None:
+            by_range: dict[Key, list[cst.CSTNode]] = defaultdict(list)
+            for node, where in self.positions.items():
+                start, end = where.start, where.end
+                by_range[(start.line, start.column + 1, end.line, end.column + 1)].append(node)
+                if isinstance(node, cst.Comment):
+                    self._comments[(start.line, start.column + 1)] = node
+            self._by_range = by_range
+        return self._by_range
+
+    def _node(self, span: Span, kind: type[NodeT] | tuple[type[cst.CSTNode], ...]) -> Any:
+        key = (span.line, span.col, span.end_line, span.end_col)
+        for node in self._index().get(key, ()):
+            if isinstance(node, kind):
+                return node
+        raise RewriteError(f"nothing to change at {span.line}:{span.col}-{span.end_line}:{span.end_col}")
+
+    def _comment(self, span: Span) -> cst.Comment:
+        self._index()
+        comment = self._comments.get((span.line, span.col))
+        if comment is None:
+            raise RewriteError(f"no comment at {span.line}:{span.col}")
+        return comment
+
+
+@dataclass
+class _Targets:
+    """The nodes to change, by kind of change, with what they become."""
+
+    config: cst.PartialParserConfig
+    inserts: defaultdict[cst.CSTNode, list[cst.BaseStatement]] = field(default_factory=lambda: defaultdict(list))
+    removals: set[cst.CSTNode] = field(default_factory=set)
+    replacements: dict[cst.CSTNode, cst.BaseExpression] = field(default_factory=dict)
+    awaits: set[cst.CSTNode] = field(default_factory=set)
+    keywords: defaultdict[cst.CSTNode, list[cst.Arg]] = field(default_factory=lambda: defaultdict(list))
+    arguments: dict[cst.CSTNode, cst.Arg] = field(default_factory=dict)
+    unwraps: set[cst.CSTNode] = field(default_factory=set)
+    comments: dict[cst.CSTNode, str] = field(default_factory=dict)
+    changes: list[Change] = field(default_factory=list)
+
+    def statement(self, new: NewStatement) -> cst.BaseStatement:
+        line = cst.parse_statement(new.code, self.config)
+        assert isinstance(line, cst.SimpleStatementLine)
+        line = line.with_changes(leading_lines=(), trailing_whitespace=cst.TrailingWhitespace())
+        if not new.guard:
+            return line
+        return cst.If(test=cst.parse_expression(new.guard, self.config), body=cst.IndentedBlock(body=[line]))
+
+    def keyword_argument(self, keyword: str, value: str) -> cst.Arg:
+        no_space = cst.SimpleWhitespace("")
+        return cst.Arg(
+            value=cst.parse_expression(value, self.config),
+            keyword=cst.Name(keyword),
+            equal=cst.AssignEqual(whitespace_before=no_space, whitespace_after=no_space),
+        )
+
+    def touches(self, small: cst.CSTNode) -> bool:
+        return small in self.inserts or small in self.removals
+
+
+class _Rewriter(cst.CSTTransformer):
+    def __init__(self, targets: _Targets, positions: Mapping[cst.CSTNode, CodeRange]) -> None:
+        super().__init__()
+        self.targets = targets
+        self.positions = positions
+        self.ancestors: list[cst.CSTNode] = []
+        # Where the changed nodes are, to skip what holds none of them. A comment may sit in the lines
+        # before a statement, outside the statement's own span: with comments to change, visit it all.
+        self.spans = [change.where for change in targets.changes]
+        self.everywhere = bool(targets.comments)
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        self.ancestors.append(node)
+        if self.everywhere:
+            return True
+        where = self.positions.get(node)
+        return where is None or any(_holds(where, span) for span in self.spans)
+
+    def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode) -> Any:
+        self.ancestors.pop()
+        targets = self.targets
+        if original_node in targets.replacements:
+            return _with_parentheses_of(updated_node, targets.replacements[original_node])
+        if original_node in targets.awaits:
+            return self._awaited(updated_node)
+        if original_node in targets.keywords:
+            assert isinstance(updated_node, cst.Call)
+            return _with_keywords(updated_node, targets.keywords[original_node])
+        if original_node in targets.arguments:
+            new = targets.arguments[original_node]
+            return updated_node.with_changes(keyword=new.keyword, value=new.value)
+        if original_node in targets.comments:
+            text = targets.comments[original_node]
+            return updated_node.with_changes(value=text) if text else cst.RemovalSentinel.REMOVE
+        if isinstance(original_node, cst.TrailingWhitespace) and self._removed(original_node.comment):
+            return updated_node.with_changes(whitespace=cst.SimpleWhitespace(""))
+        if isinstance(original_node, cst.EmptyLine) and self._removed(original_node.comment):
+            return cst.RemovalSentinel.REMOVE
+        if isinstance(original_node, (cst.IndentedBlock, cst.Module)):
+            assert isinstance(updated_node, (cst.IndentedBlock, cst.Module))
+            return self._block(original_node, updated_node)
+        if isinstance(original_node, cst.SimpleStatementSuite):
+            assert isinstance(updated_node, cst.SimpleStatementSuite)
+            return self._suite(original_node, updated_node)
+        if isinstance(original_node, cst.With) and original_node in targets.inserts:
+            assert isinstance(updated_node, cst.With)
+            return updated_node.with_changes(body=_opened(updated_node.body, targets.inserts[original_node]))
+        return updated_node
+
+    def _removed(self, comment: cst.Comment | None) -> bool:
+        return comment is not None and self.targets.comments.get(comment) == ""
+
+    def _awaited(self, call: cst.CSTNode) -> cst.Await:
+        assert isinstance(call, cst.Call)
+        parent = self.ancestors[-1] if self.ancestors else None
+        lpar, rpar = call.lpar, call.rpar
+        if not lpar and not isinstance(parent, _PLAIN_AWAIT_PARENTS):
+            lpar, rpar = [cst.LeftParen()], [cst.RightParen()]
+        return cst.Await(expression=call.with_changes(lpar=[], rpar=[]), lpar=lpar, rpar=rpar)
+
+    def _block(self, original: cst.IndentedBlock | cst.Module, updated: cst.IndentedBlock | cst.Module) -> Any:
+        """The block's statements with lines split, removed and unwrapped; the comment lines above a
+        removed statement stay, above the statement that follows it."""
+        body: list[cst.BaseStatement] = []
+        carried: list[cst.EmptyLine] = []
+        for before, after in zip(original.body, updated.body, strict=True):
+            if isinstance(before, cst.SimpleStatementLine) and any(map(self.targets.touches, before.body)):
+                assert isinstance(after, cst.SimpleStatementLine)
+                lines = self._split(before.body, after.body, after.leading_lines, after.trailing_whitespace)
+                if not lines:
+                    carried += after.leading_lines
+            elif before in self.targets.unwraps:
+                assert isinstance(after, cst.If)
+                lines, footer = _unwrapped(after)
+                carried += footer
+            else:
+                lines = [after]
+            if carried and lines:
+                first = lines[0]
+                assert isinstance(first, cst.SimpleStatementLine | cst.BaseCompoundStatement)
+                lines[0] = first.with_changes(leading_lines=[*carried, *first.leading_lines])
+                carried = []
+            body += lines
+        if isinstance(updated, cst.Module):
+            return updated.with_changes(body=body, footer=[*carried, *updated.footer])
+        if not body:
+            return updated.with_changes(body=[cst.SimpleStatementLine([cst.Pass()], leading_lines=carried)])
+        return updated.with_changes(body=body, footer=[*carried, *updated.footer])
+
+    def _suite(self, original: cst.SimpleStatementSuite, updated: cst.SimpleStatementSuite) -> cst.BaseSuite:
+        """A one-line body: statements removed from it, or made an indented block for statements to go
+        between (the line's comment stays with the first statement)."""
+        if not any(map(self.targets.touches, original.body)):
+            return updated
+        if not any(small in self.targets.inserts for small in original.body):
+            pairs = zip(original.body, updated.body, strict=True)
+            kept = [after for before, after in pairs if before not in self.targets.removals]
+            return updated.with_changes(body=_joined(kept) or [cst.Pass()])
+        lines = self._split(original.body, updated.body, (), updated.trailing_whitespace)
+        return cst.IndentedBlock(body=lines)
+
+    def _split(
+        self,
+        before: Sequence[cst.BaseSmallStatement],
+        after: Sequence[cst.BaseSmallStatement],
+        leading_lines: Sequence[cst.EmptyLine],
+        trailing: cst.TrailingWhitespace,
+    ) -> list[cst.BaseStatement]:
+        """Small statements that shared a line, without the removed ones, on as many lines as the new
+        statements after them need; the first line keeps the original's comment lines and comment."""
+        lines: list[cst.BaseStatement] = []
+        current: list[cst.BaseSmallStatement] = []
+        first = True
+
+        def close() -> None:
+            nonlocal current, first
+            if current:
+                if first:
+                    line = cst.SimpleStatementLine(_joined(current), leading_lines, trailing)
+                else:
+                    line = cst.SimpleStatementLine(_joined(current))
+                lines.append(line)
+                current, first = [], False
+
+        for old, new in zip(before, after, strict=True):
+            if old in self.targets.removals:
+                continue
+            current.append(new)
+            if old in self.targets.inserts:
+                close()
+                lines += self.targets.inserts[old]
+        close()
+        return lines
+
+
+def _joined(statements: list[cst.BaseSmallStatement]) -> list[cst.BaseSmallStatement]:
+    """The statements of one line: no semicolon after the last."""
+    if statements:
+        statements[-1] = statements[-1].with_changes(semicolon=cst.MaybeSentinel.DEFAULT)
+    return statements
+
+
+def _opened(body: cst.BaseSuite, statements: list[cst.BaseStatement]) -> cst.IndentedBlock:
+    """A `with` statement's body with `statements` first; a one-line body becomes a block, its comment
+    staying on the header's line."""
+    if isinstance(body, cst.IndentedBlock):
+        return body.with_changes(body=[*statements, *body.body])
+    assert isinstance(body, cst.SimpleStatementSuite)
+    rest = cst.SimpleStatementLine(_joined(list(body.body)))
+    return cst.IndentedBlock(body=[*statements, rest], header=body.trailing_whitespace)
+
+
+def _unwrapped(statement: cst.If) -> tuple[list[cst.BaseStatement], list[cst.EmptyLine]]:
+    """The `if` statement's body in its place (its comment lines first), and the comment lines that
+    closed the body, for the statement after it."""
+    body = statement.body
+    if isinstance(body, cst.SimpleStatementSuite):
+        line = cst.SimpleStatementLine(list(body.body), statement.leading_lines, body.trailing_whitespace)
+        return [line], []
+    assert isinstance(body, cst.IndentedBlock)
+    lines = list(body.body)
+    first = lines[0]
+    assert isinstance(first, cst.SimpleStatementLine | cst.BaseCompoundStatement)
+    lines[0] = first.with_changes(leading_lines=[*statement.leading_lines, *first.leading_lines])
+    return lines, list(body.footer)
+
+
+def _with_parentheses_of(old: cst.CSTNode, new: cst.BaseExpression) -> cst.BaseExpression:
+    lpar = getattr(old, "lpar", ())
+    return new.with_changes(lpar=lpar, rpar=getattr(old, "rpar", ())) if lpar else new
+
+
+def _with_keywords(call: cst.Call, arguments: list[cst.Arg]) -> cst.Call:
+    """The call with `arguments` after its own, laid out as they are: one per line when they are."""
+    args = list(call.args)
+    for argument in arguments:
+        if not args:
+            args = [argument]
+            continue
+        last = args[-1]
+        separator = _argument_separator(call, args)
+        if isinstance(last.comma, cst.Comma):
+            closing = last.comma.whitespace_after
+            after_last: cst.BaseParenthesizableWhitespace
+            if isinstance(closing, cst.ParenthesizedWhitespace) and isinstance(separator, cst.ParenthesizedWhitespace):
+                after_last = separator.with_changes(first_line=closing.first_line)
+                closing = closing.with_changes(first_line=cst.TrailingWhitespace())
+            else:
+                after_last = cst.SimpleWhitespace(" ")
+            args[-1] = last.with_changes(comma=last.comma.with_changes(whitespace_after=after_last))
+            argument = argument.with_changes(comma=cst.Comma(whitespace_after=closing))
+        else:
+            comma = cst.Comma(whitespace_after=separator or cst.SimpleWhitespace(" "))
+            args[-1] = last.with_changes(comma=comma, whitespace_after_arg=cst.SimpleWhitespace(""))
+            argument = argument.with_changes(whitespace_after_arg=last.whitespace_after_arg)
+        args.append(argument)
+    return call.with_changes(args=args)
+
+
+def _argument_separator(call: cst.Call, args: list[cst.Arg]) -> cst.BaseParenthesizableWhitespace | None:
+    """What goes before an argument on its own line, when the call puts its arguments on lines."""
+    before = args[-2].comma.whitespace_after if len(args) > 1 and isinstance(args[-2].comma, cst.Comma) else None
+    before = before or call.whitespace_before_args
+    if isinstance(before, cst.ParenthesizedWhitespace):
+        return before.with_changes(first_line=cst.TrailingWhitespace(), empty_lines=())
+    return None
+
+
+def _holds(where: CodeRange, span: Span) -> bool:
+    start, end = where.start, where.end
+    return (start.line, start.column + 1) <= (span.line, span.col) and (span.end_line, span.end_col) <= (
+        end.line,
+        end.column + 1,
+    )
+
+
+class Rewriter:
+    """Makes fixes on files read once each (`read(path)`: the text a fix's changes were made for, None
+    when it cannot be had); a file libcst cannot parse gets no fix."""
+
+    def __init__(self, read: Callable[[str], str | None]) -> None:
+        self.read = read
+        self.trees: dict[str, SourceTree | None] = {}
+
+    def tree(self, path: str) -> SourceTree | None:
+        if path not in self.trees:
+            text = self.read(path)
+            try:
+                self.trees[path] = SourceTree.parse(text) if text is not None else None
+            except (cst.ParserSyntaxError, RecursionError):
+                self.trees[path] = None
+        return self.trees[path]
+
+    def edits(self, fix: Fix) -> dict[str, list[Edit]] | None:
+        """The fix's text edits by file, derived from the rewritten modules; None when it cannot be made."""
+        edits = {}
+        for path in fix.paths:
+            tree = self.tree(path)
+            if tree is None:
+                return None
+            try:
+                edits[path] = tree.edits(path, [change for change in fix.changes if change.path == path])
+            except RewriteError:
+                return None
+        return edits
