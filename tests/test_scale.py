@@ -1,13 +1,12 @@
-"""What grows with the input costs in proportion to it: many weight-update names, many findings, many
-fixes in one file. The bounds are several times what these take, and far below what a cost growing
-with the square of the input takes (minutes)."""
+"""What grows with the input stays right at sizes where a cost growing with the square of the input
+would take minutes: many weight-update names, many findings, many fixes in one file. How the cost grows
+is measured by bench/inputs_bench.py, not here."""
 
 from __future__ import annotations
 
 import io
 import random
 import re
-import time
 from pathlib import Path
 
 from cli_runner import DEMO
@@ -38,23 +37,19 @@ def test_trigger_words_are_found_exactly_as_defined() -> None:
             assert triggers.held_by(raw) == holds_a_trigger(raw, names), names
 
 
-def test_fifty_thousand_weight_update_names_cost_little(tmp_path: Path) -> None:
+def test_fifty_thousand_weight_update_names(tmp_path: Path) -> None:
     names = [f"push_weights_{index}" for index in range(50_000)]
     source = b"class Trainer:\n    def push_weights_49999(self, engine):\n        return engine\n"
-    started = time.perf_counter()
     triggers = Triggers(names)
     assert triggers.held_by(source)
     assert not triggers.held_by(source.replace(b"push", b"pull"))
     every_name = re.compile(rb"def push_weights_[0-9]")  # each holds `def push_weights_` and one of the names
     expected = [every_name.search(raw) is not None or any(word in raw for word in TRIGGER_WORDS) for raw in CORPUS]
     assert [triggers.held_by(raw) for raw in CORPUS] == expected
-    assert time.perf_counter() - started < 5
     (tmp_path / "trainer.py").write_bytes(source)
     (tmp_path / "pyproject.toml").write_text('[project]\nname = "t"\n', encoding="utf-8")
     settings = Settings(extend_refit_functions=tuple(names))
-    started = time.perf_counter()
     analysis = analyze([tmp_path], settings)
-    assert time.perf_counter() - started < 10
     assert analysis.findings == []
 
 
@@ -75,9 +70,7 @@ def test_full_output_of_twenty_thousand_findings_in_one_file() -> None:
         for index in range(count)
     ]
     out = io.StringIO()
-    started = time.perf_counter()
     render(findings, "full", out, ReportContext(root=Path(), sources={"worker.py": source}))
-    assert time.perf_counter() - started < 20
     assert out.getvalue().count("^ CL001\n") == count
     assert f"{count + 2} |         self.model_runner.reset_encoder_cache()\n" in out.getvalue()
 
@@ -98,9 +91,7 @@ def test_shown_fixes_of_five_thousand_findings_in_one_file() -> None:
             Finding("server.py", Span(line + 1, 9, line + 1, 37), "CL002", "version-gated-reset", "m", fix=fix)
         )
     out = io.StringIO()
-    started = time.perf_counter()
     render(findings, "full", out, ReportContext(root=Path(), sources={"server.py": source}, show_fixes=True))
-    assert time.perf_counter() - started < 20
     text = out.getvalue()
     assert text.count("= fix (safe): drop the gate") == count
     last = 2 + 3 * (count - 1)
