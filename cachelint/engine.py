@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import builtins
 import functools
 import gc
 import json
 import os
 import re
+import time
 import warnings
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from contextlib import contextmanager
@@ -35,7 +36,7 @@ from cachelint.vllm_range import SupportedRange
 if TYPE_CHECKING:  # the rest is imported when the findings are not in the cache
     from cachelint.project import ProjectIndex
     from cachelint.rules import Context, Rule
-    from cachelint.summary import CallSite, FileSummary
+    from cachelint.summary import FileSummary
 
 # Bytes that any file the rules can use must contain, or else `def ` and the name of a weight-update
 # function (`trigger_words`). A file that only calls such a function, or a helper, is reached through
@@ -60,8 +61,8 @@ TRIGGER_WORDS = (
 )
 
 
-# A word after `def `, overlapping matches included (`undef foo` holds `def foo`).
-_DEFINED_WORD = re.compile(rb"def (?=(\w+))")
+# A word after `def ` or `class `, overlapping matches included (`undef foo` holds `def foo`).
+_DEFINED_WORD = re.compile(rb"(?:def|class) (?=(\w+))")
 
 
 def trigger_words(refit_functions: Iterable[str]) -> tuple[bytes, ...]:
@@ -75,6 +76,11 @@ def display_path(path: Path) -> str:
     """`path` relative to the working directory when below it, else absolute; POSIX separators."""
     absolute = os.path.abspath(path)
     return _below(absolute, str(Path.cwd())) or Path(absolute).as_posix()
+
+
+def _absolute(path: str, cwd: str) -> str:
+    """`os.path.abspath(path)` for the working folder `cwd`, without asking the system for it again."""
+    return os.path.normpath(path if os.path.isabs(path) else os.path.join(cwd, path))  # noqa: PTH117, PTH118
 
 
 def _below(path: str, folder: str) -> str | None:
@@ -128,6 +134,76 @@ class Analysis:
     def range_of(self) -> dict[str, SupportedRange]:
         """The supported range each checked file (by its shown path) was checked against."""
         return {target: project.supported for project in self.projects for target in project.targets}
+
+
+UP_FRONT, ON_DEMAND, SYNTAX = "up front", "on demand", "syntax"
+
+
+@dataclass
+class RunStats:
+    """How many files each stage of a run touched, and how long it took: what `-v` prints."""
+
+    projects: int = 0
+    files: int = 0  # files to check
+    read: int = 0
+    read_bytes: int = 0
+    trigger: int = 0  # files holding a trigger word, among those whose record the run looked at
+    summarized: Counter[str] = field(default_factory=Counter)  # by stage: parsed and summarized
+    cached: Counter[str] = field(default_factory=Counter)  # by stage: summaries decoded from the cache
+    rounds: int = 0  # rounds of loading on demand
+    ruled: int = 0  # files the rules ran over
+    stored: int = 0  # projects whose findings came from the cache
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    def add_time(self, stage: str, started: float) -> None:
+        self.seconds[stage] = self.seconds.get(stage, 0.0) + time.perf_counter() - started
+
+    def add(self, other: RunStats) -> None:
+        for name in ("projects", "files", "read", "read_bytes", "trigger", "rounds", "ruled", "stored"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.summarized.update(other.summarized)
+        self.cached.update(other.cached)
+        for stage, seconds in other.seconds.items():
+            self.seconds[stage] = self.seconds.get(stage, 0.0) + seconds
+
+    def lines(self) -> list[str]:
+        """One line per stage, for people and scripts (`-v`): `stage: N files ...: S s`."""
+        seconds = Counter(self.seconds)
+        trigger = "holds" if self.trigger == 1 else "hold"
+        projects = _count(self.projects, "project")
+        found = [
+            f"found {_count(self.files, 'file')} to check in {projects}: {seconds['find']:.3f} s",
+            f"read {_count(self.read, 'file')} ({self.read_bytes / 1e6:.1f} MB): {seconds['read']:.3f} s",
+            f"{_count(self.trigger, 'file')} {trigger} a trigger word",
+        ]
+        for stage in (UP_FRONT, ON_DEMAND):
+            files = _count(self.summarized[stage] + self.cached[stage], "file")
+            rounds = f" in {_count(self.rounds, 'round')}" if stage == ON_DEMAND else ""
+            cached = f"({self.cached[stage]} from the cache)"
+            found.append(f"summarized {stage}: {files}{rounds} {cached}: {seconds[stage]:.3f} s")
+        syntax = _count(self.summarized[SYNTAX] + self.cached[SYNTAX], "file")
+        found.append(f"syntax-checked {syntax} no rule needs: {seconds[SYNTAX]:.3f} s")
+        found.append(f"rules over {_count(self.ruled, 'file')}: {seconds['rules']:.3f} s")
+        found.append(f"findings from the cache for {self.stored} of {projects}")
+        return found
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'' if number == 1 else 's'}"
+
+
+_recording: list[RunStats] = []
+
+
+@contextmanager
+def recording() -> Iterator[RunStats]:
+    """The stats of every `analyze` run inside the block, added up (for `-v`)."""
+    stats = RunStats()
+    _recording.append(stats)
+    try:
+        yield stats
+    finally:
+        _recording.remove(stats)
 
 
 def syntax_error_finding(display: str, error: SourceError) -> Finding:
@@ -190,23 +266,25 @@ class Analyzer:
         overlay: Mapping[Path, bytes] | None = None,
         cache: Cache | None = None,
         workers: int | None = None,
+        pool: parallel.Workers | None = None,
     ) -> None:
         self.overlay = overlay or {}
         self.settings = settings
         self.root = root
         self._rules = rules
-        self.loaded: dict[Path, LoadedFile] = {}
+        self.loaded: dict[str, LoadedFile] = {}  # by absolute path
         self.trigger_words = trigger_words(settings.all_refit_functions)
         self.root_folder = root if root.is_dir() else root.parent
         self.cache = cache
-        self.workers = parallel.Workers(workers)
+        self.workers = pool if pool is not None else parallel.Workers(workers)
+        self.stats = RunStats()
         self._progress: Callable[[int, int], None] | None = None
         self._finished: set[str] = set()
         self._defined_sets: dict[str, frozenset[str]] = {}
         self._absolute_root = Path(os.path.abspath(root))
         self._root_text = os.fspath(self._absolute_root)
         self._cwd_text = str(Path.cwd())
-        self._by_absolute: dict[str, LoadedFile] = {}
+        self._overlay = {os.path.abspath(path): raw for path, raw in self.overlay.items()}
 
     @functools.cached_property
     def rules(self) -> list[Rule]:
@@ -219,26 +297,29 @@ class Analyzer:
 
     def read(self, path: Path, target: bool = False) -> LoadedFile:
         """The file's bytes; what they hold is filled in by `examine`."""
-        absolute = os.path.abspath(path)
-        loaded = self._by_absolute.get(absolute)
+        absolute = _absolute(os.fspath(path), self._cwd_text)
+        loaded = self.loaded.get(absolute)
         if loaded is not None:
             loaded.target = loaded.target or target
             return loaded
         display = _below(absolute, self._cwd_text) or Path(absolute).as_posix()
         relative = _below(absolute, self._root_text)
-        module = module_name_for(relative if relative is not None else Path(absolute).name)
+        module = module_name_for(relative if relative is not None else absolute.rpartition(os.sep)[2])
         loaded = LoadedFile(path, display, module=module, target=target)
-        key = Path(absolute)
-        self.loaded[key] = loaded
-        self._by_absolute[absolute] = loaded
+        self.loaded[absolute] = loaded
+        started = time.perf_counter()
         try:
-            loaded.raw = self.overlay[key] if key in self.overlay else read_file(path)
+            overlaid = self._overlay.get(absolute)
+            loaded.raw = overlaid if overlaid is not None else read_file(path)
         except OSError as error:
             message = f"cannot read file: {error.strerror or error}"
             loaded.error = Finding(loaded.display, Span(1, 1, 1, 1), IO_ERROR, IO_ERROR, message)
             return loaded
         if self.cache is not None:
             loaded.cache_key = self.cache.key(loaded.raw, loaded.module)
+        self.stats.read += 1
+        self.stats.read_bytes += len(loaded.raw)
+        self.stats.add_time("read", started)
         return loaded
 
     def any_holds_trigger(self, files: list[LoadedFile]) -> bool:
@@ -261,6 +342,7 @@ class Analyzer:
     def examine(self, progress: Callable[[int, int], None] | None = None) -> None:
         """Summarize the files holding a trigger word. `progress(done, total)` is told as files are
         done with, through `load_on_demand` and `check_syntax`."""
+        started = time.perf_counter()
         files = list(self.loaded.values())
         self._progress = progress
         self._give_records(files)
@@ -272,7 +354,8 @@ class Analyzer:
                 wanted.append((loaded, True))
             elif not loaded.target:
                 self._finished.add(loaded.display)
-        self._fulfil(wanted)
+        self._fulfil(wanted, UP_FRONT)
+        self.stats.add_time(UP_FRONT, started)
 
     def run_key(
         self, targets: list[LoadedFile], project: list[LoadedFile], supported: SupportedRange, named: AbstractSet[str]
@@ -315,18 +398,21 @@ class Analyzer:
         """Parse the files named on the command line (`named`: absolute paths) that no rule needed:
         they still get an invalid-syntax diagnostic when CPython rejects them. A file found by walking
         a folder that holds no trigger word cannot matter, and is not parsed."""
+        started = time.perf_counter()
         requests: list[tuple[LoadedFile, bool]] = []
-        for absolute, loaded in self._by_absolute.items():
+        for absolute, loaded in self.loaded.items():
             if loaded.target and loaded.record is not None and loaded.summary is None and loaded.error is None:
                 if absolute in named:
                     requests.append((loaded, False))
                 else:
                     self._finished.add(loaded.display)
-        self._fulfil(requests)
+        self._fulfil(requests, SYNTAX)
+        self.stats.add_time(SYNTAX, started)
 
-    def _fulfil(self, requests: Sequence[tuple[LoadedFile, bool]]) -> None:
+    def _fulfil(self, requests: Sequence[tuple[LoadedFile, bool]], stage: str) -> None:
         """Give each file its summary (when asked for) or its syntax verdict, from its record when it
-        holds them, else by parsing: over a process pool when there is enough to parse."""
+        holds them, else by parsing: over a process pool when there is enough to parse. `stage` names
+        the stage of the run for the stats."""
         work: list[tuple[LoadedFile, bool]] = []
         for loaded, want_summary in requests:
             record = loaded.record
@@ -342,6 +428,8 @@ class Analyzer:
                 work.append((loaded, want_summary))
                 continue
             self._finished.add(loaded.display)
+            self.stats.cached[stage] += 1  # known from the record
+        self.stats.summarized[stage] += len(work)
         self._report_progress()
         helpers = self.settings.version_helpers
         encode = self.cache is not None
@@ -391,83 +479,41 @@ class Analyzer:
         if self.cache is not None and loaded.cache_key and loaded.record is not None:
             self.cache.put(loaded.cache_key, loaded.record)
 
-    def project_files(self, targets: Sequence[Path], walked: Sequence[Path] | None = None) -> list[Path]:
-        """The files of the project and the targets; `walked`: the root folder's files, when the
-        targets came from walking it."""
+    def project_files(self, targets: Sequence[Path]) -> list[Path]:
+        """The files of the project (not below a project of its own) and the targets."""
         if self.root.is_file():
             return [self.root]
-        if walked is None:
-            excludes = Excludes.build(self.root, (*self.settings.exclude, *self.settings.extend_exclude))
-            walked = list(walk_python_files(self.root, excludes, stop=vllm_range.holds_project))
-        return [*walked, *targets]
+        excludes = Excludes.build(self.root, (*self.settings.exclude, *self.settings.extend_exclude))
+        return [*walk_python_files(self.root, excludes, stop=vllm_range.holds_project), *targets]
 
-    def load_on_demand(self, index_files: list[LoadedFile], unparsed: list[Path]) -> ProjectIndex:
-        """Index the summarized files, then parse the files that define what the refit paths call but
-        the index lacks, the files that override a method holding a processor-cache workaround, and
-        the files that may pause before calling a refit root whose path holds a prefix reset that may
-        do nothing (CL007). Return the index of them all."""
+    def load_on_demand(self, index_files: list[LoadedFile], project: list[LoadedFile]) -> ProjectIndex:
+        """Index the summarized files, then summarize the project files that the refit paths may reach
+        (cachelint.on_demand says which). Return the index of them all."""
+        from cachelint import on_demand
         from cachelint.project import ProjectIndex
         from cachelint.rules.cl007_prefix_reset_may_noop import QUIESCE_WORDS
 
-        candidates = list(
-            {id(f): f for f in (self._by_absolute.get(os.path.abspath(p)) for p in unparsed) if f}.values()
-        )
-        project_modules = {
-            ".".join(parts[:end])
-            for loaded in (*candidates, *index_files)
-            for parts in [loaded.module.split(".")]
-            for end in range(1, len(parts) + 1)
-        }
+        started = time.perf_counter()
+        files = {id(loaded): loaded for loaded in (*index_files, *project)}.values()
         index = ProjectIndex(
-            [loaded.summary for loaded in index_files if loaded.summary], self.settings.worker_extension_classes
+            [loaded.summary for loaded in index_files if loaded.summary],
+            self.settings.worker_extension_classes,
+            {part for loaded in files for part in loaded.module.split(".")},
         )
+        search = on_demand.Search(files, self.defined_words, QUIESCE_WORDS)
+
+        def summarize(chosen: list[LoadedFile]) -> None:
+            self._fulfil([(loaded, True) for loaded in chosen], ON_DEMAND)
+
         callers_matter = self.settings.is_enabled("CL007")
-        # A file matching a name asked for in an earlier round was loaded then: ask for new names only.
-        asked_definitions: set[str] = set()
-        asked_callers: set[str] = set()
-        for _ in range(4):
-            unresolved, prefix_roots = self._refit_paths(index, project_modules)
-            overridden = {
-                workaround.function.rsplit(".", 1)[-1]
-                for summary in index.files.values()
-                for workaround in summary.workarounds
-                if workaround.cls
-            }
-            wanted = (unresolved | overridden) - asked_definitions
-            words = {name for name in wanted if name.isascii() and name.isidentifier()}
-            others = [re.escape(name.encode()) for name in sorted(wanted - words)]
-            pattern = re.compile(rb"def (?:" + b"|".join(others) + rb")\b") if others else None
-            callers = [name.encode() for name in sorted(prefix_roots - asked_callers)] if callers_matter else []
-            asked_definitions.update(wanted)
-            asked_callers.update(prefix_roots)
-            matched = [loaded for loaded in candidates if self._wanted(loaded, words, pattern, callers, QUIESCE_WORDS)]
-            self._fulfil([(loaded, True) for loaded in matched])
-            added = [loaded for loaded in matched if loaded.summary is not None]
-            if not added:
-                break
-            index_files.extend(added)
-            index.add(loaded.summary for loaded in added if loaded.summary)
+        _, rounds = on_demand.grow(index, search, summarize, self.settings.all_refit_functions, callers_matter)
+        self.stats.rounds += rounds
+        self.stats.add_time(ON_DEMAND, started)
         return index
 
-    def _wanted(
-        self,
-        loaded: LoadedFile,
-        words: set[str],
-        pattern: re.Pattern[bytes] | None,
-        callers: list[bytes],
-        quiesce_words: Sequence[bytes],
-    ) -> bool:
-        """Whether a file not parsed yet may define one of `words` (or what `pattern` matches), or call
-        one of `callers` after a pause, abort, drain or sleep (it holds one of `quiesce_words`)."""
-        if loaded.summary or loaded.error or loaded.record is None:
-            return False
-        raw = loaded.raw
-        if not self._defined(loaded).isdisjoint(words) or (pattern is not None and pattern.search(raw)):
-            return True
-        return any(name in raw for name in callers) and any(word in raw for word in quiesce_words)
-
-    def _defined(self, loaded: LoadedFile) -> frozenset[str]:
-        """The words after `def ` in the file's bytes: `def name\\b` matches exactly for these."""
+    def defined_words(self, loaded: LoadedFile) -> frozenset[str]:
+        """The words after `def ` or `class ` in the file's bytes (`def name\\b` or `class name\\b`
+        matches for these and no other ASCII word)."""
         record = loaded.record
         assert record is not None
         if record.defined is None:
@@ -476,47 +522,6 @@ class Analyzer:
         if loaded.display not in self._defined_sets:
             self._defined_sets[loaded.display] = frozenset(record.defined)
         return self._defined_sets[loaded.display]
-
-    def _refit_paths(self, index: ProjectIndex, project_modules: set[str]) -> tuple[set[str], set[str]]:
-        """Names called on refit paths that nothing indexed defines but a project file might, and the
-        names of the refit roots whose paths hold a prefix reset that may do nothing (CL007)."""
-        from cachelint.project import GENERIC_NAMES
-        from cachelint.rules.cl007_prefix_reset_may_noop import may_noop
-
-        roots = self.settings.all_refit_functions
-        unresolved: set[str] = set()
-        prefix_roots: set[str] = set()
-        for ref in index.functions():
-            if ref.function.name not in roots:
-                continue
-            for reached in index.reachable(ref):
-                file = reached.ref.file
-                if any(may_noop(event, index) for event in reached.ref.function.resets):
-                    prefix_roots.add(ref.function.name)
-                for call in reached.ref.function.calls:
-                    if (
-                        not call.receiver_class
-                        and _may_be_defined_in_project(file, call, project_modules)
-                        and not index.resolve(file, reached.ref.function, call)
-                    ):
-                        unresolved.add(call.name)
-        return unresolved - GENERIC_NAMES, prefix_roots
-
-
-def _may_be_defined_in_project(file: FileSummary, call: CallSite, project_modules: set[str]) -> bool:
-    """False for what can only live outside the project: builtins, classes (constructors are not
-    followed), and functions of modules imported from elsewhere (`torch.cuda.synchronize()`).
-    `project_modules` holds every project module and package name."""
-    if call.name in _BUILTIN_NAMES or call.name[:1].isupper():
-        return False
-    imported = file.imports.get(call.chain[0] if call.chain else call.name)
-    if imported is None:
-        return True
-    module = imported if call.chain else imported.rpartition(".")[0]
-    return module in project_modules
-
-
-_BUILTIN_NAMES = frozenset(dir(builtins))
 
 
 # Every suppression directive holds one of these words, and every one that can be unused (CL100) these,
@@ -553,6 +558,7 @@ class ProjectPlan:
     root: Path
     settings: Settings
     targets: list[Path] = field(default_factory=list)
+    walked: bool = False  # the targets are every file of the project: its folder was walked whole
 
     @functools.cached_property
     def excludes(self) -> Excludes:
@@ -579,7 +585,9 @@ def plan_projects(
     """The files to check, grouped by project: each file belongs to its nearest project root and takes
     its own settings (`settings_for(file)`), as ruff resolves configuration per file. A folder is
     walked with its own project's excludes; a file found in it that belongs to another project is
-    also left out when that project's excludes cover it."""
+    also left out when that project's excludes cover it. A plan is `walked` when its targets are all
+    the files of its project: its root is in a walked folder, no other plan shares the root and the
+    walk left out nothing the project's own excludes would not."""
     roots = vllm_range.ProjectRoots()
     plans: dict[tuple[Path, int], ProjectPlan] = {}
 
@@ -606,10 +614,12 @@ def plan_projects(
         return by_folder[folder]
 
     seen: set[str] = set()
+    whole: dict[int, bool] = {}  # by plan: whether every file of its walks came from walking its root
     for path in paths:
         own = plan_of(path)
         walked = path.is_dir()
         walked_from = os.path.abspath(path)
+        own_excludes = bool(own.settings.exclude or own.settings.extend_exclude)
         for file in discover([path], own.excludes, force_exclude, virtual, listing):
             absolute = os.path.abspath(file)
             if absolute in seen:
@@ -620,7 +630,12 @@ def plan_projects(
                 continue
             seen.add(absolute)
             plan.targets.append(file)
+            inside = walked and _below(os.fspath(plan.root), walked_from) is not None
+            whole[id(plan)] = whole.get(id(plan), True) and inside and (plan is own or not own_excludes)
     found = [plan for plan in plans.values() if plan.targets]
+    shared = Counter(plan.root for plan in found)
+    for plan in found:
+        plan.walked = whole.get(id(plan), False) and shared[plan.root] == 1
     return found or [plan_of(paths[0] if paths else Path.cwd())]
 
 
@@ -654,6 +669,7 @@ def analyze(
     source given on stdin); such paths need not exist. `progress(done, total)` is called as files
     are analysed. `use_cache` reads and writes each project's persistent cache. `workers` fixes the
     number of processes (1: none); by default every core is used when there is enough to parse."""
+    started = time.perf_counter()
     virtual = frozenset(overlay or ())
     if project_root is not None:
         plan = ProjectPlan(project_root, settings)
@@ -662,15 +678,81 @@ def analyze(
     else:
         plans = plan_projects(paths, settings_for or (lambda _: settings), force_exclude, virtual)
     named = {os.path.abspath(path) for path in paths if not path.is_dir()}
+    stats = RunStats(projects=len(plans), files=sum(len(plan.targets) for plan in plans))
+    tasks: list[ProjectTask] = [
+        (plan, _whole(plan, paths, force_exclude), named, _overlay_of(plan, overlay), use_cache) for plan in plans
+    ]
+    sizes = _side_by_side(plans, overlay or {}, workers)
+    stats.add_time("find", started)
     analyses = []
-    before = 0
-    for plan in plans:
-        root = plan.root
-        whole = len(paths) == 1 and not force_exclude and os.path.abspath(paths[0]) == os.path.abspath(root)
-        told = _offset(progress, before)
-        analyses.append(_analyze_project(plan, whole, named, overlay, told, use_cache, workers))
-        before += analyses[-1].files_checked
+    with parallel.Workers(workers) as pool:  # one pool for every project of the run
+        if sizes:
+            done = [0]
+
+            def finished(indexes: list[int]) -> None:
+                done[0] += sum(len(plans[index].targets) for index in indexes)
+                if progress is not None:
+                    progress(done[0], stats.files)
+
+            for analysis, project_stats in pool.map(analyze_projects, tasks, sizes, finished):
+                analyses.append(analysis)
+                stats.add(project_stats)
+        else:
+            for task in tasks:
+                told = _offset(progress, sum(analysis.files_checked for analysis in analyses))
+                analyses.append(_analyze_project(*task, told, pool, stats))
+    for recorder in _recording:
+        recorder.add(stats)
     return analyses[0] if len(analyses) == 1 else _merged(analyses)
+
+
+ProjectTask = tuple[ProjectPlan, bool, AbstractSet[str], "Mapping[Path, bytes] | None", bool]
+
+
+def analyze_projects(tasks: list[ProjectTask]) -> list[tuple[Analysis, RunStats]]:
+    """Whole projects, one after the other, each in this process alone (in a pool worker)."""
+    results = []
+    for task in tasks:
+        stats = RunStats()
+        with parallel.Workers(1) as pool:
+            results.append((_analyze_project(*task, None, pool, stats), stats))
+    return results
+
+
+def _whole(plan: ProjectPlan, paths: Sequence[Path], force_exclude: bool) -> bool:
+    """Whether the run checks the whole project: its root is the one path given."""
+    return len(paths) == 1 and not force_exclude and os.path.abspath(paths[0]) == os.path.abspath(plan.root)
+
+
+def _overlay_of(plan: ProjectPlan, overlay: Mapping[Path, bytes] | None) -> Mapping[Path, bytes] | None:
+    """The part of `overlay` below the plan's root."""
+    if not overlay:
+        return overlay
+    root = os.path.abspath(plan.root)
+    return {path: raw for path, raw in overlay.items() if _below(os.fspath(path), root) is not None}
+
+
+def _side_by_side(plans: list[ProjectPlan], overlay: Mapping[Path, bytes], workers: int | None) -> list[int]:
+    """The size in bytes of each project, when the projects are best analysed side by side, each in a
+    process of its own; else nothing. They are when each project was walked whole (its files are its
+    targets, so their size is its work), no project outweighs the others together, and the work
+    deserves a pool."""
+    if len(plans) < 2 or not all(plan.walked for plan in plans) or not parallel.worker_count(1 << 40, workers) > 1:
+        return []
+    sizes = [sum(_size(path, overlay) for path in plan.targets) for plan in plans]
+    if max(sizes) * 2 > sum(sizes) or parallel.worker_count(sum(sizes), workers) <= 1:
+        return []
+    return sizes
+
+
+def _size(path: Path, overlay: Mapping[Path, bytes]) -> int:
+    raw = overlay.get(Path(os.path.abspath(path)))
+    if raw is not None:
+        return len(raw)
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
 
 
 def _offset(progress: Callable[[int, int], None] | None, before: int) -> Callable[[int, int], None] | None:
@@ -686,30 +768,39 @@ def _analyze_project(
     whole: bool,
     named: AbstractSet[str],
     overlay: Mapping[Path, bytes] | None,
-    progress: Callable[[int, int], None] | None,
     use_cache: bool,
-    workers: int | None,
+    progress: Callable[[int, int], None] | None,
+    pool: parallel.Workers,
+    stats: RunStats,
 ) -> Analysis:
     root, settings, targets = plan.root, plan.settings, plan.targets
     folder = root if root.is_dir() else root.parent
+    started = time.perf_counter()
     supported = resolve_range(settings, root)
     cache = Cache.for_run(settings, folder) if use_cache else None
-    analyzer = Analyzer(settings, root, overlay=overlay, cache=cache, workers=workers)
+    stats.add_time("find", started)
+    analyzer = Analyzer(settings, root, overlay=overlay, cache=cache, pool=pool)
     target_files = [analyzer.read(path, target=True) for path in targets]
     project: list[LoadedFile] = []
     # Whether the range can matter: a whole project is checked, or a target could be flagged (else no
     # rule can flag a target, and the rest of the project is not read).
-    consulted = whole or analyzer.any_holds_trigger(target_files)
-    if consulted:
-        project_paths = analyzer.project_files(targets, walked=targets if whole and root.is_dir() else None)
-        project = [analyzer.read(path) for path in project_paths]
+    walked = (whole or plan.walked) and root.is_dir()
+    consulted = whole or walked or analyzer.any_holds_trigger(target_files)
+    if walked:
+        project = target_files
+    elif consulted:
+        project = [analyzer.read(path) for path in analyzer.project_files(targets)]
     run_key = analyzer.run_key(target_files, project, supported, named)
     findings = analyzer.stored_findings(run_key, progress)
     if findings is None:
         findings = _find(analyzer, target_files, project, supported, named, progress)
         analyzer.store_findings(run_key, findings)
+    else:
+        analyzer.stats.stored += 1
     if cache is not None:
         cache.flush()
+    analyzer.stats.trigger = sum(1 for loaded in analyzer.loaded.values() if loaded.record and loaded.record.trigger)
+    stats.add(analyzer.stats)
     with_findings = {finding.path for finding in findings}
     sources = {
         loaded.display: source
@@ -753,11 +844,12 @@ def _find(
     progress: Callable[[int, int], None] | None,
 ) -> list[Finding]:
     settings = analyzer.settings
-    with analyzer.workers, collector_paused():
+    with collector_paused():
         analyzer.examine(progress)
         index_files = [loaded for loaded in {id(f): f for f in [*target_files, *project]}.values() if loaded.summary]
-        index = analyzer.load_on_demand(index_files, [f.path for f in project]) if index_files else None
+        index = analyzer.load_on_demand(index_files, project) if index_files else None
         analyzer.check_syntax(named)
+    started = time.perf_counter()
     findings = [loaded.error for loaded in target_files if loaded.error is not None]
     clean = [loaded for loaded in target_files if loaded.error is None]
     summaries = [loaded.summary for loaded in clean if loaded.summary is not None]
@@ -768,7 +860,10 @@ def _find(
         context = Context(index, supported, settings, load_facts())
         for summary in summaries:
             findings.extend(run_rules(analyzer.rules, summary, context))
-    return apply_suppressions(findings, clean, settings, analyzer.root_folder)
+        analyzer.stats.ruled += len(summaries)
+    kept = apply_suppressions(findings, clean, settings, analyzer.root_folder)
+    analyzer.stats.add_time("rules", started)
+    return kept
 
 
 def apply_suppressions(

@@ -1,0 +1,281 @@
+"""Loading on demand: the files a weight-update path may reach that the up-front pass did not parse.
+
+Up front only the files holding a trigger word are summarized. Each round then asks which calls on the
+refit paths the index cannot resolve, and summarizes only the files that the call-resolution policy
+(project.py) could resolve them to, found by their bytes (never parsed to be ruled out):
+- a name imported from a project module, `module.func()`: that module's file, and no other;
+- a method of `self`, `cls` or `super()`: the files defining the class's bases that the index lacks,
+  and the files that define the method and name the class (its subclasses' overrides);
+- a method on an object built from (or annotated as) a class the index lacks: the files defining that
+  class, else as below;
+- a name resolved project-wide (a bare name neither defined nor imported, a method on another object):
+  the files defining it in the nearest package, the next nearest only when those do not define it;
+- `collective_rpc("name")`: every file defining the name;
+- overrides of a method holding a processor-cache workaround (CL004): the files that define it and
+  name its class or a subclass;
+- for CL007, the files that call a refit root whose path holds a prefix reset that may do nothing and
+  hold a pause, abort, drain or sleep word.
+Names imported from outside the project, builtins, class names and names too generic to resolve are
+never searched for. The index grows by each round's files; a round that finds none ends the search.
+"""
+
+from __future__ import annotations
+
+import builtins
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, TypeVar
+
+from cachelint import provenance
+from cachelint.project import GENERIC_NAMES, ProjectIndex, shared_prefix
+
+if TYPE_CHECKING:
+    from cachelint.engine import LoadedFile
+    from cachelint.summary import CallSite, FileSummary, FunctionSummary
+
+# A round reaches one call further; as deep as the rules follow a path (ProjectIndex.reachable).
+MAX_ROUNDS = 9
+_BUILTIN_NAMES = frozenset(dir(builtins))
+Request = TypeVar("Request", str, tuple[str, str])
+
+
+@dataclass
+class Wants:
+    """What one round's refit paths ask for."""
+
+    modules: set[str] = field(default_factory=set)  # project modules, by dotted name
+    classes: set[str] = field(default_factory=set)  # class definitions, by name
+    # (class, method, calling module): the class's definition when a file holds one, else `nearest`
+    receivers: set[tuple[str, str, str]] = field(default_factory=set)
+    nearest: set[tuple[str, str]] = field(default_factory=set)  # (name, calling module)
+    anywhere: set[str] = field(default_factory=set)  # every definition of the name
+    overrides: set[tuple[str, str]] = field(default_factory=set)  # (method, class)
+    callers: set[str] = field(default_factory=set)  # CL007: refit roots that callers may pause before
+
+
+def grow(
+    index: ProjectIndex,
+    search: Search,
+    summarize: Callable[[list[LoadedFile]], None],
+    roots: frozenset[str],
+    callers_matter: bool,
+) -> tuple[int, int]:
+    """Add to `index` the files the refit paths may reach, round by round; (files summarized, rounds)."""
+    summarized = rounds = 0
+    for _ in range(MAX_ROUNDS):
+        wants = refit_wants(index, roots, search.modules, callers_matter)
+        for summary in index.files.values():
+            for workaround in summary.workarounds:
+                if workaround.cls:
+                    method = workaround.function.rsplit(".", 1)[-1]
+                    for cls in (workaround.cls, *(sub.name for _, sub in index.subclasses(workaround.cls))):
+                        wants.overrides.add((method, cls))
+        chosen = search.choose(wants)
+        if not chosen:
+            break
+        rounds += 1
+        summarize(chosen)
+        summarized += len(chosen)
+        index.add(loaded.summary for loaded in chosen if loaded.summary is not None)
+    return summarized, rounds
+
+
+def refit_wants(index: ProjectIndex, roots: frozenset[str], project_modules: set[str], callers_matter: bool) -> Wants:
+    """What the calls on refit paths that the index cannot resolve ask for, and (for CL007) the refit
+    roots whose paths hold a prefix reset that may do nothing."""
+    from cachelint.rules.cl007_prefix_reset_may_noop import may_noop
+
+    wants = Wants()
+    for ref in index.functions():
+        if ref.function.name not in roots:
+            continue
+        for reached in index.reachable(ref):
+            file, function = reached.ref.file, reached.ref.function
+            if callers_matter and any(may_noop(event, index) for event in function.resets):
+                wants.callers.add(ref.function.name)
+            for call in function.calls:
+                if (
+                    not call.receiver_class
+                    and _may_be_defined_in_project(file, call, project_modules)
+                    and not index.resolve(file, function, call)
+                ):
+                    _want_definition(index, file, function, call, project_modules, wants)
+    return wants
+
+
+def _want_definition(
+    index: ProjectIndex,
+    file: FileSummary,
+    function: FunctionSummary,
+    call: CallSite,
+    project_modules: set[str],
+    wants: Wants,
+) -> None:
+    """What may define the callee of `call`, which the index does not resolve (see the module doc)."""
+    name, chain = call.name, call.chain
+    if call.via == "rpc":
+        wants.anywhere.add(name)
+        return
+    if function.cls and (chain in (["self"], ["cls"]) or chain[:2] == ["super", "()"]):
+        _want_hierarchy(index, function.cls, name, project_modules, wants)
+        return
+    if not chain and call.via == "direct":
+        imported = file.imports.get(name)
+        if imported is not None:
+            if "." in imported:
+                wants.modules.add(imported.rpartition(".")[0])
+        elif name not in GENERIC_NAMES:
+            wants.nearest.add((name, file.module))
+        return
+    if len(chain) == 1 and chain[0] in file.imports:
+        wants.modules.add(file.imports[chain[0]])
+        return
+    origin, where = provenance.find_origin(index, file, function, chain)
+    if origin:
+        module, cls = provenance.origin_class_name(origin)
+        if provenance.module_engine(module):
+            return  # vLLM's or another engine's object: never a project method
+        known = provenance.project_class(index, where or file, origin)
+        if known is not None:
+            _want_hierarchy(index, known.cls.name, name, project_modules, wants)
+            return
+        if call.via == "direct" and index.imported_from_outside(where or file, module):
+            return  # another library's object (as ProjectIndex resolves it)
+        if cls and name not in GENERIC_NAMES:
+            wants.receivers.add((cls, name, file.module))
+            return
+    if name not in GENERIC_NAMES:
+        wants.nearest.add((name, file.module))
+
+
+def _want_hierarchy(index: ProjectIndex, cls: str, method: str, project_modules: set[str], wants: Wants) -> None:
+    """The class's bases the index lacks (not imported from outside the project), and overrides of
+    `method` in files that name the class."""
+    wants.overrides.add((method, cls))
+    for owner in (cls, *index.base_classes(cls)):
+        for summary, found in index.classes_by_name.get(owner, []):
+            for base in found.bases:
+                base_name = base.rsplit(".", 1)[-1]
+                if base_name in index.classes_by_name or not base_name.isidentifier():
+                    continue
+                imported = provenance.resolve_dotted(base, summary.imports)
+                if imported == base or imported.rpartition(".")[0] in project_modules:
+                    wants.classes.add(base_name)
+
+
+def _may_be_defined_in_project(file: FileSummary, call: CallSite, project_modules: set[str]) -> bool:
+    """False for what can only live outside the project: builtins, classes (constructors are not
+    followed), and functions of modules imported from elsewhere (`torch.cuda.synchronize()`).
+    `project_modules` holds every project module and package name."""
+    if call.name in _BUILTIN_NAMES or call.name[:1].isupper():
+        return False
+    imported = file.imports.get(call.chain[0] if call.chain else call.name)
+    if imported is None:
+        return True
+    module = imported if call.chain else imported.rpartition(".")[0]
+    return module in project_modules
+
+
+class Search:
+    """The project files that may still be summarized, and what their bytes say they define."""
+
+    def __init__(
+        self,
+        files: Iterable[LoadedFile],
+        defined_words: Callable[[LoadedFile], frozenset[str]],
+        quiesce_words: Sequence[bytes],
+    ) -> None:
+        self.files = list(files)
+        self.by_module = {loaded.module: loaded for loaded in self.files}
+        self.modules = {  # every module and package name
+            ".".join(parts[:end])
+            for loaded in self.files
+            for parts in [loaded.module.split(".")]
+            for end in range(1, len(parts) + 1)
+        }
+        self._defined_words = defined_words
+        self._quiesce_words = quiesce_words
+        self._definers: dict[str, list[LoadedFile]] | None = None
+        self._asked_modules: set[str] = set()
+        self._asked_classes: set[str] = set()
+        self._asked_anywhere: set[str] = set()
+        self._asked_overrides: set[tuple[str, str]] = set()
+        self._asked_callers: set[str] = set()
+
+    @staticmethod
+    def open(loaded: LoadedFile) -> bool:
+        """Whether the file may still be summarized: read, neither summarized nor failed."""
+        return loaded.summary is None and loaded.error is None and loaded.record is not None
+
+    def definers(self, name: str) -> list[LoadedFile]:
+        """The open files whose bytes hold `def name` or `class name` (for ASCII names, from an index
+        built on first use)."""
+        if not name.isascii():
+            pattern = re.compile(rb"(?:def|class) " + re.escape(name.encode()) + rb"\b")
+            return [loaded for loaded in self.files if self.open(loaded) and pattern.search(loaded.raw)]
+        if self._definers is None:
+            self._definers = {}
+            for loaded in self.files:
+                if self.open(loaded):
+                    for word in self._defined_words(loaded):
+                        self._definers.setdefault(word, []).append(loaded)
+        return [loaded for loaded in self._definers.get(name, []) if self.open(loaded)]
+
+    def class_files(self, name: str) -> list[LoadedFile]:
+        """The open files whose bytes hold `class name`."""
+        pattern = re.compile(re.escape(f"class {name}".encode()) + rb"\b")
+        return [loaded for loaded in self.definers(name) if pattern.search(loaded.raw)]
+
+    def choose(self, wants: Wants) -> list[LoadedFile]:
+        """The files to summarize for `wants`. Each request is answered once, but the nearest
+        definitions of a name, which move on to the next package while the index lacks them."""
+        chosen: dict[int, LoadedFile] = {}
+
+        def take(files: Iterable[LoadedFile]) -> None:
+            chosen.update((id(loaded), loaded) for loaded in files if self.open(loaded))
+
+        for module in _fresh(wants.modules, self._asked_modules):
+            found = self.by_module.get(module)
+            take([found] if found is not None else [])
+        for cls in _fresh(wants.classes, self._asked_classes):
+            take(self.class_files(cls))
+        for cls, name, module in sorted(wants.receivers):
+            defining = self.class_files(cls) if cls not in self._asked_classes else []
+            if defining:
+                self._asked_classes.add(cls)
+                take(defining)
+            else:
+                wants.nearest.add((name, module))
+        for name in _fresh(wants.anywhere, self._asked_anywhere):
+            take(self.definers(name))
+        for name, cls in _fresh(wants.overrides, self._asked_overrides):
+            word = cls.encode()
+            take(loaded for loaded in self.definers(name) if word in loaded.raw)
+        for name, module in sorted(wants.nearest):
+            take(_nearest(self.definers(name), module))
+        callers = [name.encode() for name in _fresh(wants.callers, self._asked_callers)]
+        if callers:
+            take(
+                loaded
+                for loaded in self.files
+                if self.open(loaded)
+                and any(name in loaded.raw for name in callers)
+                and any(word in loaded.raw for word in self._quiesce_words)
+            )
+        return list(chosen.values())
+
+
+def _fresh(requests: Iterable[Request], asked: set[Request]) -> list[Request]:
+    """The requests not asked before, in a stable order; from now on asked."""
+    fresh = sorted(set(requests) - asked)
+    asked.update(fresh)
+    return fresh
+
+
+def _nearest(files: list[LoadedFile], module: str) -> list[LoadedFile]:
+    """Those of `files` sharing the longest module prefix with `module` (as ProjectIndex._nearest)."""
+    if not files:
+        return []
+    best = max(shared_prefix(module, loaded.module) for loaded in files)
+    return [loaded for loaded in files if shared_prefix(module, loaded.module) == best]
