@@ -61,8 +61,18 @@ TRIGGER_WORDS = (
 )
 
 
-# A word after `def ` or `class `, overlapping matches included (`undef foo` holds `def foo`).
-_DEFINED_WORD = re.compile(rb"(?:def|class) (?=(\w+))")
+_LEADING_WORD = re.compile(rb"\w+")
+
+
+def defined_in(raw: bytes) -> list[str]:
+    """The words right after each `def ` and `class ` in `raw` (`undef foo` holds `def foo` too), sorted."""
+    words = set()
+    for keyword in (b"def ", b"class "):
+        for part in raw.split(keyword)[1:]:
+            word = _LEADING_WORD.match(part)
+            if word is not None:
+                words.add(word.group().decode())
+    return sorted(words)
 
 
 def trigger_words(refit_functions: Iterable[str]) -> tuple[bytes, ...]:
@@ -517,7 +527,7 @@ class Analyzer:
         record = loaded.record
         assert record is not None
         if record.defined is None:
-            record.defined = sorted({word.decode() for word in _DEFINED_WORD.findall(loaded.raw)})
+            record.defined = defined_in(loaded.raw)
             self._remember(loaded)
         if loaded.display not in self._defined_sets:
             self._defined_sets[loaded.display] = frozenset(record.defined)
@@ -682,28 +692,49 @@ def analyze(
     tasks: list[ProjectTask] = [
         (plan, _whole(plan, paths, force_exclude), named, _overlay_of(plan, overlay), use_cache) for plan in plans
     ]
-    sizes = _side_by_side(plans, overlay or {}, workers)
     stats.add_time("find", started)
-    analyses = []
+    analyses: dict[int, Analysis] = {}
+    done = [0]
+
+    def told() -> Callable[[int, int], None] | None:
+        return _offset(progress, done[0])
+
     with parallel.Workers(workers) as pool:  # one pool for every project of the run
+        prepared: dict[int, ProjectRun] = {}
+        if _may_go_side_by_side(plans, workers):
+            # First what the caches answer, here: an unchanged project needs no process of its own.
+            for index, task in enumerate(tasks):
+                if use_cache and _has_cache(task[0]):
+                    run = prepared[index] = ProjectRun(*task, pool, stats)
+                    findings = run.stored(told())
+                    if findings is not None:
+                        analyses[index] = run.report(findings)
+                        done[0] += analyses[index].files_checked
+        left = [index for index in range(len(tasks)) if index not in analyses]
+        sizes = _side_by_side([plans[index] for index in left], overlay or {}, workers)
         if sizes:
-            done = [0]
 
             def finished(indexes: list[int]) -> None:
-                done[0] += sum(len(plans[index].targets) for index in indexes)
+                done[0] += sum(len(plans[left[index]].targets) for index in indexes)
                 if progress is not None:
                     progress(done[0], stats.files)
 
-            for analysis, project_stats in pool.map(analyze_projects, tasks, sizes, finished):
-                analyses.append(analysis)
+            for run in prepared.values():
+                run.close()
+            _import_analysis()
+            outcomes = pool.map(analyze_projects, [tasks[index] for index in left], sizes, finished)
+            for index, (analysis, project_stats) in zip(left, outcomes, strict=True):
+                analyses[index] = analysis
                 stats.add(project_stats)
         else:
-            for task in tasks:
-                told = _offset(progress, sum(analysis.files_checked for analysis in analyses))
-                analyses.append(_analyze_project(*task, told, pool, stats))
+            for index in left:
+                run = prepared.get(index) or ProjectRun(*tasks[index], pool, stats)
+                analyses[index] = run.answer(told())
+                done[0] += analyses[index].files_checked
     for recorder in _recording:
         recorder.add(stats)
-    return analyses[0] if len(analyses) == 1 else _merged(analyses)
+    ordered = [analyses[index] for index in range(len(tasks))]
+    return ordered[0] if len(ordered) == 1 else _merged(ordered)
 
 
 ProjectTask = tuple[ProjectPlan, bool, AbstractSet[str], "Mapping[Path, bytes] | None", bool]
@@ -715,8 +746,26 @@ def analyze_projects(tasks: list[ProjectTask]) -> list[tuple[Analysis, RunStats]
     for task in tasks:
         stats = RunStats()
         with parallel.Workers(1) as pool:
-            results.append((_analyze_project(*task, None, pool, stats), stats))
+            results.append((ProjectRun(*task, pool, stats).answer(None), stats))
     return results
+
+
+def _import_analysis() -> None:
+    """Import (and load the facts of) what analysing a project needs, once here rather than again in
+    each forked worker."""
+    import cachelint.summary.walk  # noqa: F401
+    from cachelint.facts import load_facts
+    from cachelint.rules import ALL_RULES  # noqa: F401
+
+    load_facts()
+
+
+def _has_cache(plan: ProjectPlan) -> bool:
+    """Whether the project's cache exists: whether its findings may be stored."""
+    from cachelint.cache import DATABASE, cache_folder
+
+    folder = plan.root if plan.root.is_dir() else plan.root.parent
+    return (cache_folder(plan.settings, folder) / DATABASE).is_file()
 
 
 def _whole(plan: ProjectPlan, paths: Sequence[Path], force_exclude: bool) -> bool:
@@ -732,12 +781,17 @@ def _overlay_of(plan: ProjectPlan, overlay: Mapping[Path, bytes] | None) -> Mapp
     return {path: raw for path, raw in overlay.items() if _below(os.fspath(path), root) is not None}
 
 
+def _may_go_side_by_side(plans: list[ProjectPlan], workers: int | None) -> bool:
+    """Several projects, each walked whole (its files are its targets, so their size is its work),
+    and more than one core to run them on."""
+    return len(plans) > 1 and all(plan.walked for plan in plans) and parallel.worker_count(1 << 40, workers) > 1
+
+
 def _side_by_side(plans: list[ProjectPlan], overlay: Mapping[Path, bytes], workers: int | None) -> list[int]:
     """The size in bytes of each project, when the projects are best analysed side by side, each in a
-    process of its own; else nothing. They are when each project was walked whole (its files are its
-    targets, so their size is its work), no project outweighs the others together, and the work
-    deserves a pool."""
-    if len(plans) < 2 or not all(plan.walked for plan in plans) or not parallel.worker_count(1 << 40, workers) > 1:
+    process of its own; else nothing. They are when they may (`_may_go_side_by_side`), no project
+    outweighs the others together, and the work deserves a pool."""
+    if not _may_go_side_by_side(plans, workers):
         return []
     sizes = [sum(_size(path, overlay) for path in plan.targets) for plan in plans]
     if max(sizes) * 2 > sum(sizes) or parallel.worker_count(sum(sizes), workers) <= 1:
@@ -763,61 +817,83 @@ def _offset(progress: Callable[[int, int], None] | None, before: int) -> Callabl
     return lambda done, total: report(before + done, before + total)
 
 
-def _analyze_project(
-    plan: ProjectPlan,
-    whole: bool,
-    named: AbstractSet[str],
-    overlay: Mapping[Path, bytes] | None,
-    use_cache: bool,
-    progress: Callable[[int, int], None] | None,
-    pool: parallel.Workers,
-    stats: RunStats,
-) -> Analysis:
-    root, settings, targets = plan.root, plan.settings, plan.targets
-    folder = root if root.is_dir() else root.parent
-    started = time.perf_counter()
-    supported = resolve_range(settings, root)
-    cache = Cache.for_run(settings, folder) if use_cache else None
-    stats.add_time("find", started)
-    analyzer = Analyzer(settings, root, overlay=overlay, cache=cache, pool=pool)
-    target_files = [analyzer.read(path, target=True) for path in targets]
-    project: list[LoadedFile] = []
-    # Whether the range can matter: a whole project is checked, or a target could be flagged (else no
-    # rule can flag a target, and the rest of the project is not read).
-    walked = (whole or plan.walked) and root.is_dir()
-    consulted = whole or walked or analyzer.any_holds_trigger(target_files)
-    if walked:
-        project = target_files
-    elif consulted:
-        project = [analyzer.read(path) for path in analyzer.project_files(targets)]
-    run_key = analyzer.run_key(target_files, project, supported, named)
-    findings = analyzer.stored_findings(run_key, progress)
-    if findings is None:
-        findings = _find(analyzer, target_files, project, supported, named, progress)
-        analyzer.store_findings(run_key, findings)
-    else:
-        analyzer.stats.stored += 1
-    if cache is not None:
-        cache.flush()
-    analyzer.stats.trigger = sum(1 for loaded in analyzer.loaded.values() if loaded.record and loaded.record.trigger)
-    stats.add(analyzer.stats)
-    with_findings = {finding.path for finding in findings}
-    sources = {
-        loaded.display: source
-        for loaded in target_files
-        if (loaded.display in with_findings or loaded.source is not None) and (source := loaded.decoded())
-    }
-    shown = [loaded.display for loaded in target_files]
-    return Analysis(
-        findings=sorted(set(findings), key=Finding.sort_key),
-        sources=sources,
-        files_checked=len(target_files),
-        supported=supported,
-        root=folder,
-        targets=shown,
-        warnings=[cache.warning] if cache is not None and cache.warning else [],
-        projects=[ProjectReport(folder, supported, tuple(shown), consulted)],
-    )
+class ProjectRun:
+    """One project of a run: its files read and keyed, then its findings taken from the cache when a
+    run with the same inputs stored them, else found; then reported."""
+
+    def __init__(
+        self,
+        plan: ProjectPlan,
+        whole: bool,
+        named: AbstractSet[str],
+        overlay: Mapping[Path, bytes] | None,
+        use_cache: bool,
+        pool: parallel.Workers,
+        stats: RunStats,
+    ) -> None:
+        root, settings, targets = plan.root, plan.settings, plan.targets
+        self.folder = root if root.is_dir() else root.parent
+        self.named = named
+        self.stats = stats
+        started = time.perf_counter()
+        self.supported = resolve_range(settings, root)
+        self.cache = Cache.for_run(settings, self.folder) if use_cache else None
+        stats.add_time("find", started)
+        self.analyzer = analyzer = Analyzer(settings, root, overlay=overlay, cache=self.cache, pool=pool)
+        self.target_files = [analyzer.read(path, target=True) for path in targets]
+        self.project: list[LoadedFile] = []
+        # Whether the range can matter: a whole project is checked, or a target could be flagged (else
+        # no rule can flag a target, and the rest of the project is not read).
+        walked = (whole or plan.walked) and root.is_dir()
+        self.consulted = whole or walked or analyzer.any_holds_trigger(self.target_files)
+        if walked:
+            self.project = self.target_files
+        elif self.consulted:
+            self.project = [analyzer.read(path) for path in analyzer.project_files(targets)]
+        self.run_key = analyzer.run_key(self.target_files, self.project, self.supported, named)
+
+    def stored(self, progress: Callable[[int, int], None] | None) -> list[Finding] | None:
+        """The findings a run with the same inputs stored, if any."""
+        findings = self.analyzer.stored_findings(self.run_key, progress)
+        if findings is not None:
+            self.analyzer.stats.stored += 1
+        return findings
+
+    def answer(self, progress: Callable[[int, int], None] | None) -> Analysis:
+        """The stored findings, else those found now (and stored)."""
+        findings = self.stored(progress)
+        if findings is None:
+            findings = _find(self.analyzer, self.target_files, self.project, self.supported, self.named, progress)
+            self.analyzer.store_findings(self.run_key, findings)
+        return self.report(findings)
+
+    def close(self) -> None:
+        """Let the cache go, for another process to answer."""
+        if self.cache is not None:
+            self.cache.flush()
+
+    def report(self, findings: list[Finding]) -> Analysis:
+        self.close()
+        analyzer = self.analyzer
+        analyzer.stats.trigger = sum(1 for file in analyzer.loaded.values() if file.record and file.record.trigger)
+        self.stats.add(analyzer.stats)
+        with_findings = {finding.path for finding in findings}
+        sources = {
+            loaded.display: source
+            for loaded in self.target_files
+            if (loaded.display in with_findings or loaded.source is not None) and (source := loaded.decoded())
+        }
+        shown = [loaded.display for loaded in self.target_files]
+        return Analysis(
+            findings=sorted(set(findings), key=Finding.sort_key),
+            sources=sources,
+            files_checked=len(self.target_files),
+            supported=self.supported,
+            root=self.folder,
+            targets=shown,
+            warnings=[self.cache.warning] if self.cache is not None and self.cache.warning else [],
+            projects=[ProjectReport(self.folder, self.supported, tuple(shown), self.consulted)],
+        )
 
 
 def _merged(analyses: list[Analysis]) -> Analysis:

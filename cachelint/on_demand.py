@@ -7,16 +7,19 @@ refit paths the index cannot resolve, and summarizes only the files that the cal
 - a method of `self`, `cls` or `super()`: the files defining the class's bases that the index lacks,
   and the files that define the method and name the class (its subclasses' overrides);
 - a method on an object built from (or annotated as) a class the index lacks: the files defining that
-  class, else as below;
+  class, else as below; on an object of a class imported from another library: nothing;
 - a name resolved project-wide (a bare name neither defined nor imported, a method on another object):
-  the files defining it in the nearest package, the next nearest only when those do not define it;
-- `collective_rpc("name")`: every file defining the name;
-- overrides of a method holding a processor-cache workaround (CL004): the files that define it and
-  name its class or a subclass;
-- for CL007, the files that call a refit root whose path holds a prefix reset that may do nothing and
-  hold a pause, abort, drain or sleep word.
-Names imported from outside the project, builtins, class names and names too generic to resolve are
-never searched for. The index grows by each round's files; a round that finds none ends the search.
+  the files defining it in the nearest package;
+- `collective_rpc("name")`: every file defining the name.
+Of these, a file is summarized only when it may matter (`Search.matters`): it imports vLLM (reaching
+it is evidence that vLLM is the engine), may sleep or wake an engine itself, names a function that the
+index knows to reach a cache reset, pause or sleep, or imports (up to two files deep) a file that
+does. A file left out is asked about again in the next round, when more functions may reach a reset.
+Always summarized: what a call named like a pause, abort, drain or sleep runs, overrides of a method
+holding a processor-cache workaround (CL004), and for CL007 the files that call a refit root whose path
+holds a prefix reset that may do nothing and hold a pause, abort, drain or sleep word. Names imported
+from outside the project, builtins, class names and names too generic to resolve are never searched
+for. The index grows by each round's files; a round that finds none ends the search.
 """
 
 from __future__ import annotations
@@ -24,19 +27,36 @@ from __future__ import annotations
 import builtins
 import re
 from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeVar
 
 from cachelint import provenance
-from cachelint.project import GENERIC_NAMES, ProjectIndex, shared_prefix
+from cachelint.project import GENERIC_NAMES, FunctionRef, ProjectIndex, shared_prefix
+from cachelint.rules.cl007_prefix_reset_may_noop import NOT_ENGINES, QUIESCE_PREFIXES
+
+_QUIESCE_NAMES = (*QUIESCE_PREFIXES, "abort")
 
 if TYPE_CHECKING:
     from cachelint.engine import LoadedFile
-    from cachelint.summary import CallSite, FileSummary, FunctionSummary
+    from cachelint.summary import CallSite, FileSummary, FunctionSummary, ResetEvent
 
 # A round reaches one call further; as deep as the rules follow a path (ProjectIndex.reachable).
 MAX_ROUNDS = 9
 _BUILTIN_NAMES = frozenset(dir(builtins))
+_WORD = re.compile(rb"\w+")
+# `from ..a.b import (c, d)`: the leading dots, the module and what it imports; `import a.b`: the module.
+_FROM_IMPORT = re.compile(rb"^[ \t]*from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]+\(?([\w, \t\r\n]*)", re.MULTILINE)
+_IMPORT = re.compile(rb"^[ \t]*import[ \t]+([\w.]+)", re.MULTILINE)
+# How many more files without a trigger word, imported one by the other, a chain of calls may pass
+# through before it reaches a function known to reset a cache.
+LOOKAHEAD = 2
+_IMPORTS_VLLM = re.compile(rb"^[ \t]*(?:from|import)[ \t]+vllm\b", re.MULTILINE)
+_LIFECYCLE_CALLS = (b".sleep(", b".wake_up(", b".resume_generation(")
+# A sleep, wake-up or resume on something that is not a timer (`time.sleep(`, `asyncio.sleep(`).
+_ENGINE_LIFECYCLE = re.compile(
+    rb"(?<!time)(?<!asyncio)(?<!trio)(?<!anyio)(?<!gevent)(?<!eventlet)\.sleep\(|\.(?:wake_up|resume_generation)\("
+)
 Request = TypeVar("Request", str, tuple[str, str])
 
 
@@ -51,7 +71,10 @@ class Wants:
     nearest: set[tuple[str, str]] = field(default_factory=set)  # (name, calling module)
     anywhere: set[str] = field(default_factory=set)  # every definition of the name
     overrides: set[tuple[str, str]] = field(default_factory=set)  # (method, class)
+    # CL004: (method, class) of methods holding a processor-cache workaround, which an override may drop
+    workaround_overrides: set[tuple[str, str]] = field(default_factory=set)
     callers: set[str] = field(default_factory=set)  # CL007: refit roots that callers may pause before
+    always: bool = False  # the files matter whatever they hold (CL007 asks what a quiesce call runs)
 
 
 def grow(
@@ -64,14 +87,18 @@ def grow(
     """Add to `index` the files the refit paths may reach, round by round; (files summarized, rounds)."""
     summarized = rounds = 0
     for _ in range(MAX_ROUNDS):
-        wants = refit_wants(index, roots, search.modules, callers_matter)
+        wants, quiesces = refit_wants(index, roots, search.modules, callers_matter)
         for summary in index.files.values():
             for workaround in summary.workarounds:
                 if workaround.cls:
                     method = workaround.function.rsplit(".", 1)[-1]
                     for cls in (workaround.cls, *(sub.name for _, sub in index.subclasses(workaround.cls))):
-                        wants.overrides.add((method, cls))
-        chosen = search.choose(wants)
+                        wants.workaround_overrides.add((method, cls))
+        search.next_round()
+        reaching = _event_reaching_names(index)
+        chosen = list(
+            {id(f): f for f in (*search.choose(wants, reaching), *search.choose(quiesces, reaching))}.values()
+        )
         if not chosen:
             break
         rounds += 1
@@ -81,12 +108,15 @@ def grow(
     return summarized, rounds
 
 
-def refit_wants(index: ProjectIndex, roots: frozenset[str], project_modules: set[str], callers_matter: bool) -> Wants:
+def refit_wants(
+    index: ProjectIndex, roots: frozenset[str], project_modules: set[str], callers_matter: bool
+) -> tuple[Wants, Wants]:
     """What the calls on refit paths that the index cannot resolve ask for, and (for CL007) the refit
-    roots whose paths hold a prefix reset that may do nothing."""
+    roots whose paths hold a prefix reset that may do nothing; then what the calls named like a pause,
+    abort, drain or sleep ask for (CL007 reads what those run)."""
     from cachelint.rules.cl007_prefix_reset_may_noop import may_noop
 
-    wants = Wants()
+    wants, quiesces = Wants(), Wants(always=True)
     for ref in index.functions():
         if ref.function.name not in roots:
             continue
@@ -100,8 +130,9 @@ def refit_wants(index: ProjectIndex, roots: frozenset[str], project_modules: set
                     and _may_be_defined_in_project(file, call, project_modules)
                     and not index.resolve(file, function, call)
                 ):
-                    _want_definition(index, file, function, call, project_modules, wants)
-    return wants
+                    asking = quiesces if call.name.startswith(_QUIESCE_NAMES) else wants
+                    _want_definition(index, file, function, call, project_modules, asking)
+    return wants, quiesces
 
 
 def _want_definition(
@@ -201,7 +232,12 @@ class Search:
         self._asked_classes: set[str] = set()
         self._asked_anywhere: set[str] = set()
         self._asked_overrides: set[tuple[str, str]] = set()
+        self._asked_workarounds: set[tuple[str, str]] = set()
         self._asked_callers: set[str] = set()
+        self._words: dict[int, frozenset[bytes]] = {}
+        self._lifecycle: dict[int, bool] = {}
+        self._imported: dict[int, list[LoadedFile]] = {}
+        self._looked_ahead: set[tuple[int, int]] = set()
 
     @staticmethod
     def open(loaded: LoadedFile) -> bool:
@@ -227,43 +263,136 @@ class Search:
         pattern = re.compile(re.escape(f"class {name}".encode()) + rb"\b")
         return [loaded for loaded in self.definers(name) if pattern.search(loaded.raw)]
 
-    def choose(self, wants: Wants) -> list[LoadedFile]:
-        """The files to summarize for `wants`. Each request is answered once, but the nearest
-        definitions of a name, which move on to the next package while the index lacks them."""
+    def matters(self, loaded: LoadedFile, reaching: AbstractSet[bytes], hops: int = LOOKAHEAD) -> bool:
+        """Whether a file may matter on a refit path: it imports vLLM (a path that reaches it is
+        evidence that vLLM is the engine) or may lead to a reset (`leads_to_reset`)."""
+        raw = loaded.raw
+        if b"vllm" in raw and _IMPORTS_VLLM.search(raw):
+            return True
+        return self.leads_to_reset(loaded, reaching, hops)
+
+    def leads_to_reset(self, loaded: LoadedFile, reaching: AbstractSet[bytes], hops: int) -> bool:
+        """Whether the file names a function that reaches a cache reset, pause or sleep, may sleep or
+        wake an engine itself, or calls a function of another file not summarized yet that does,
+        `hops` files deep."""
+        key = id(loaded)
+        raw = loaded.raw
+        if key not in self._words:
+            self._words[key] = frozenset(_WORD.findall(raw))
+            self._lifecycle[key] = bool(any(call in raw for call in _LIFECYCLE_CALLS) and _ENGINE_LIFECYCLE.search(raw))
+        if self._lifecycle[key] or not self._words[key].isdisjoint(reaching):
+            return True
+        if hops == 0 or (key, hops) in self._looked_ahead:
+            return False
+        self._looked_ahead.add((key, hops))  # once per round and depth, and no cycles
+        return any(
+            self.leads_to_reset(other, reaching, hops - 1)
+            for other in self.imported_files(loaded)
+            if other is not loaded and self.open(other)
+        )
+
+    def imported_files(self, loaded: LoadedFile) -> list[LoadedFile]:
+        """The project files whose modules the file's import statements name (read from its bytes)."""
+        key = id(loaded)
+        if key not in self._imported:
+            package = loaded.module.split(".")
+            modules = [module.decode() for module in _IMPORT.findall(loaded.raw)]
+            for dots, module, names in _FROM_IMPORT.findall(loaded.raw):
+                base = package[: len(package) - len(dots)] if dots else []
+                dotted = ".".join([*base, module.decode()] if module else base)
+                modules.append(dotted)  # and a submodule it may import by name
+                modules.extend(f"{dotted}.{name.decode()}" for name in _WORD.findall(names))
+            found = (self.by_module.get(module) for module in modules)
+            self._imported[key] = list({id(file): file for file in found if file is not None}.values())
+        return self._imported[key]
+
+    def next_round(self) -> None:
+        self._looked_ahead.clear()
+
+    def choose(self, wants: Wants, reaching: AbstractSet[bytes]) -> list[LoadedFile]:
+        """The files to summarize for `wants` that may matter (`matters`; `reaching` names the indexed
+        functions that reach a reset). A request is answered once all its files were taken; one whose
+        files did not matter yet is asked again in the next round, when more may reach a reset."""
         chosen: dict[int, LoadedFile] = {}
 
-        def take(files: Iterable[LoadedFile]) -> None:
-            chosen.update((id(loaded), loaded) for loaded in files if self.open(loaded))
+        def take(files: Iterable[LoadedFile], always: bool = False) -> bool:
+            """Choose the open files of `files` that may matter; whether none was left out."""
+            complete = True
+            for loaded in files:
+                if self.open(loaded):
+                    if always or self.matters(loaded, reaching):
+                        chosen[id(loaded)] = loaded
+                    else:
+                        complete = False
+            return complete
 
-        for module in _fresh(wants.modules, self._asked_modules):
-            found = self.by_module.get(module)
-            take([found] if found is not None else [])
-        for cls in _fresh(wants.classes, self._asked_classes):
-            take(self.class_files(cls))
+        def answer(
+            requests: set[Request], asked: set[Request], files: Callable[[Request], Iterable[LoadedFile]]
+        ) -> None:
+            for request in sorted(requests - asked):
+                if take(files(request), always=wants.always):
+                    asked.add(request)
+
+        answer(wants.modules, self._asked_modules, lambda module: filter(None, [self.by_module.get(module)]))
+        answer(wants.classes, self._asked_classes, self.class_files)
         for cls, name, module in sorted(wants.receivers):
-            defining = self.class_files(cls) if cls not in self._asked_classes else []
+            defining = self.class_files(cls)
             if defining:
-                self._asked_classes.add(cls)
-                take(defining)
+                take(defining, always=wants.always)
             else:
                 wants.nearest.add((name, module))
-        for name in _fresh(wants.anywhere, self._asked_anywhere):
-            take(self.definers(name))
-        for name, cls in _fresh(wants.overrides, self._asked_overrides):
-            word = cls.encode()
-            take(loaded for loaded in self.definers(name) if word in loaded.raw)
+        answer(wants.anywhere, self._asked_anywhere, self.definers)
+        answer(wants.overrides, self._asked_overrides, self._overriders)
+        for request in _fresh(wants.workaround_overrides, self._asked_workarounds):
+            take(self._overriders(request), always=True)
         for name, module in sorted(wants.nearest):
-            take(_nearest(self.definers(name), module))
+            take(_nearest(self.definers(name), module), always=wants.always)
         callers = [name.encode() for name in _fresh(wants.callers, self._asked_callers)]
         if callers:
             take(
-                loaded
-                for loaded in self.files
-                if self.open(loaded)
-                and any(name in loaded.raw for name in callers)
-                and any(word in loaded.raw for word in self._quiesce_words)
+                (
+                    loaded
+                    for loaded in self.files
+                    if self.open(loaded)
+                    and any(name in loaded.raw for name in callers)
+                    and any(word in loaded.raw for word in self._quiesce_words)
+                ),
+                always=True,
             )
         return list(chosen.values())
+
+    def _overriders(self, request: tuple[str, str]) -> list[LoadedFile]:
+        """The open files that define the method and name the class."""
+        method, cls = request
+        word = cls.encode()
+        return [loaded for loaded in self.definers(method) if word in loaded.raw]
+
+
+def _event_reaching_names(index: ProjectIndex) -> frozenset[bytes]:
+    """The names of the indexed functions that reach a cache reset, pause or sleep through the call
+    graph (names too generic to tell anything left out)."""
+    functions = list(index.functions())
+    callers: dict[str, list[tuple[FunctionRef, CallSite]]] = {}
+    for ref in functions:
+        for call in ref.function.calls:
+            callers.setdefault(call.name, []).append((ref, call))
+    reaching = [ref for ref in functions if any(map(_engine_event, ref.function.resets))]
+    seen = {ref.key for ref in reaching}
+    while reaching:
+        target = reaching.pop()
+        for ref, call in callers.get(target.function.name, []):
+            if ref.key not in seen and any(
+                found.key == target.key for found in index.resolve(ref.file, ref.function, call)
+            ):
+                seen.add(ref.key)
+                reaching.append(ref)
+    names = {qualname.rpartition(".")[2] for _, qualname in seen}
+    return frozenset(name.encode() for name in names if name not in GENERIC_NAMES and not name.startswith("__"))
+
+
+def _engine_event(event: ResetEvent) -> bool:
+    """A reset, pause or sleep that may be an engine's, not a timer's (`time.sleep`, `asyncio.sleep`)."""
+    return event.method != "sleep" or (bool(event.chain) and event.chain[0] not in NOT_ENGINES)
 
 
 def _fresh(requests: Iterable[Request], asked: set[Request]) -> list[Request]:

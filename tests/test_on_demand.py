@@ -153,3 +153,31 @@ def test_verbose_prints_each_stage(tmp_path: Path) -> None:
     assert "cachelint: findings from the cache for 1 of 1 project" in warm.stderr_lines
     quiet = check("--output-format", "concise", cwd=root)
     assert quiet.stderr == ""
+
+
+def test_only_helpers_that_may_lead_to_a_reset_are_summarized(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The refit path calls a metrics helper that leads nowhere (not summarized) and a helper whose
+    module imports another helper module that calls the reset wrapper (both summarized: a chain of
+    imports is followed two files deep before it reaches a function known to reset)."""
+    trainer = (
+        "from agent.metrics import log_metrics\n"
+        "from agent.sync.steps import finish_sync\n\n\n"
+        "class Trainer:\n"
+        "    def __init__(self, engine):\n"
+        "        self.engine = engine\n\n"
+        "    async def update_weights(self, weights):\n"
+        "        log_metrics(weights)\n"
+        "        await finish_sync(self.engine)\n"
+    )
+    files = {
+        "agent/trainer.py": trainer,
+        "agent/metrics.py": "import json\n\n\ndef log_metrics(values):\n    print(json.dumps(values))\n",
+        "agent/sync/steps.py": STEPS.replace(
+            "agent.engine_ops import clear_prefix", "agent.sync.more import more"
+        ).replace("clear_prefix(engine)", "more(engine)"),
+        "agent/sync/more.py": STEPS.replace("finish_sync", "more"),
+        "agent/engine_ops.py": ENGINE_OPS,
+    }
+    found, stats = run(project(tmp_path, files), monkeypatch)
+    assert found == REACHED
+    assert on_demand(stats) == 2  # steps.py and more.py, not metrics.py
