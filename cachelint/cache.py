@@ -195,6 +195,27 @@ class Cache:
             self._touched.extend([key, *file_keys])
         return findings
 
+    def get_text(self, key: str) -> str | None:
+        """The text stored under `key` by `put_text`, if any."""
+        connection = self._connect()
+        if connection is None:
+            return None
+        try:
+            row = connection.execute("SELECT value, used FROM entries WHERE key = ?", (key,)).fetchone()
+        except Exception as error:
+            self._turn_off("cannot read", error)
+            return None
+        if row is None:
+            return None
+        if row[1] != self._today:
+            self._touched.append(key)
+        return str(row[0])
+
+    def put_text(self, key: str, text: str) -> None:
+        """Store `text` under `key` (a key of `run_key`'s kind, never a file's)."""
+        if self._state != "off":
+            self._pending[key] = (text, None)
+
     def put_run(self, key: str, findings: list[dict[str, Any]]) -> None:
         if self._state != "off":
             self._pending[key] = (json.dumps(findings, separators=(",", ":")), None)

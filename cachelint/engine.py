@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import gc
 import json
@@ -27,9 +28,11 @@ from cachelint.source import (
     SourceFile,
     check_syntax,
     decode_source,
+    file_signature,
     module_name_for,
     parse_python,
     read_file,
+    read_file_with_stat,
 )
 from cachelint.vllm_range import SupportedRange
 
@@ -88,6 +91,21 @@ def display_path(path: Path) -> str:
     return _below(absolute, str(Path.cwd())) or Path(absolute).as_posix()
 
 
+def _changed_ns(signature: str) -> int:
+    """When the file of `file_signature` last changed: its modification or change time, the later."""
+    _, modified, changed, _ = signature.split(":")
+    return max(int(modified), int(changed))
+
+
+# A file that changed this recently before a run is read again by the next one: in the same tick of a
+# coarse clock (one or two seconds on some file systems) a second change would not show in its times.
+RECENT_NS = 2_000_000_000
+
+
+def _now_ns() -> int:
+    return time.time_ns()
+
+
 def _absolute(path: str, cwd: str) -> str:
     """`os.path.abspath(path)` for the working folder `cwd`, without asking the system for it again."""
     return os.path.normpath(path if os.path.isabs(path) else os.path.join(cwd, path))  # noqa: PTH117, PTH118
@@ -114,6 +132,7 @@ class LoadedFile:
     target: bool = False
     record: FileRecord | None = None  # what is known about `raw`, from the cache or this run
     cache_key: str = ""
+    signature: str = ""  # size, times and inode when read (`file_signature`), for the next run
 
     def decoded(self) -> SourceFile | None:
         """The text of `raw`, decoded on first use; None when it does not decode."""
@@ -307,20 +326,17 @@ class Analyzer:
 
     def read(self, path: Path, target: bool = False) -> LoadedFile:
         """The file's bytes; what they hold is filled in by `examine`."""
-        absolute = _absolute(os.fspath(path), self._cwd_text)
-        loaded = self.loaded.get(absolute)
-        if loaded is not None:
-            loaded.target = loaded.target or target
+        absolute, loaded, new = self._entry(path, target)
+        if not new:
             return loaded
-        display = _below(absolute, self._cwd_text) or Path(absolute).as_posix()
-        relative = _below(absolute, self._root_text)
-        module = module_name_for(relative if relative is not None else absolute.rpartition(os.sep)[2])
-        loaded = LoadedFile(path, display, module=module, target=target)
-        self.loaded[absolute] = loaded
         started = time.perf_counter()
         try:
             overlaid = self._overlay.get(absolute)
-            loaded.raw = overlaid if overlaid is not None else read_file(path)
+            if overlaid is not None:
+                loaded.raw = overlaid
+            else:
+                status, loaded.raw = read_file_with_stat(path)
+                loaded.signature = file_signature(status)
         except OSError as error:
             message = f"cannot read file: {error.strerror or error}"
             loaded.error = Finding(loaded.display, Span(1, 1, 1, 1), IO_ERROR, IO_ERROR, message)
@@ -331,6 +347,45 @@ class Analyzer:
         self.stats.read_bytes += len(loaded.raw)
         self.stats.add_time("read", started)
         return loaded
+
+    def _entry(self, path: Path, target: bool) -> tuple[str, LoadedFile, bool]:
+        """The file's absolute path and entry, and whether the entry is new (its bytes not read yet)."""
+        absolute = _absolute(os.fspath(path), self._cwd_text)
+        loaded = self.loaded.get(absolute)
+        if loaded is not None:
+            loaded.target = loaded.target or target
+            return absolute, loaded, False
+        display = _below(absolute, self._cwd_text) or Path(absolute).as_posix()
+        relative = _below(absolute, self._root_text)
+        module = module_name_for(relative if relative is not None else absolute.rpartition(os.sep)[2])
+        loaded = self.loaded[absolute] = LoadedFile(path, display, module=module, target=target)
+        return absolute, loaded, True
+
+    def known_unread(self, paths: Sequence[Path], manifest: Mapping[str, list[str]]) -> list[LoadedFile] | None:
+        """Entries for the files at `paths`, keyed without reading them, when each one's size, times and
+        inode are those `manifest` (absolute path -> [signature, cache key]) recorded; else None."""
+        found = []
+        for path in paths:
+            absolute, loaded, new = self._entry(path, target=True)
+            recorded = manifest.get(absolute)
+            try:
+                signature = file_signature(loaded.path.stat())
+            except OSError:
+                return None
+            if not new or recorded is None or recorded[0] != signature:
+                return None
+            loaded.cache_key, loaded.signature = recorded[1], signature
+            found.append(loaded)
+        return found
+
+    def manifest(self, started_ns: int) -> dict[str, list[str]]:
+        """The signature and cache key of every file read, but those that changed within RECENT_NS
+        before `started_ns`."""
+        return {
+            absolute: [loaded.signature, loaded.cache_key]
+            for absolute, loaded in self.loaded.items()
+            if loaded.signature and loaded.cache_key and _changed_ns(loaded.signature) < started_ns - RECENT_NS
+        }
 
     def any_holds_trigger(self, files: list[LoadedFile]) -> bool:
         """Whether one of `files` holds a trigger word (known from the cache when it saw their bytes)."""
@@ -624,6 +679,7 @@ def plan_projects(
         return by_folder[folder]
 
     seen: set[str] = set()
+    cwd = str(Path.cwd())
     whole: dict[int, bool] = {}  # by plan: whether every file of its walks came from walking its root
     for path in paths:
         own = plan_of(path)
@@ -631,7 +687,7 @@ def plan_projects(
         walked_from = os.path.abspath(path)
         own_excludes = bool(own.settings.exclude or own.settings.extend_exclude)
         for file in discover([path], own.excludes, force_exclude, virtual, listing):
-            absolute = os.path.abspath(file)
+            absolute = _absolute(os.fspath(file), cwd)
             if absolute in seen:
                 continue
             plan = plan_of_folder(absolute.rpartition(os.sep)[0], walked_from) if walked else own
@@ -701,12 +757,12 @@ def analyze(
 
     with parallel.Workers(workers) as pool:  # one pool for every project of the run
         prepared: dict[int, ProjectRun] = {}
-        if _may_go_side_by_side(plans, workers):
+        if use_cache and len(plans) > 1 and all(plan.walked for plan in plans):
             # First what the caches answer, here: an unchanged project needs no process of its own.
             for index, task in enumerate(tasks):
-                if use_cache and _has_cache(task[0]):
+                if _has_cache(task[0]):
                     run = prepared[index] = ProjectRun(*task, pool, stats)
-                    findings = run.stored(told())
+                    findings = run.stored(told(), unread_only=True)
                     if findings is not None:
                         analyses[index] = run.report(findings)
                         done[0] += analyses[index].files_checked
@@ -818,8 +874,9 @@ def _offset(progress: Callable[[int, int], None] | None, before: int) -> Callabl
 
 
 class ProjectRun:
-    """One project of a run: its files read and keyed, then its findings taken from the cache when a
-    run with the same inputs stored them, else found; then reported."""
+    """One project of a run: its files keyed (from their sizes, times and inodes when an earlier run
+    recorded them, else read), its findings taken from the cache when a run with the same inputs
+    stored them, else found; then reported."""
 
     def __init__(
         self,
@@ -831,33 +888,73 @@ class ProjectRun:
         pool: parallel.Workers,
         stats: RunStats,
     ) -> None:
-        root, settings, targets = plan.root, plan.settings, plan.targets
+        root, settings = plan.root, plan.settings
+        self.plan, self.whole, self.named, self.overlay, self.stats = plan, whole, named, overlay, stats
+        self.started_ns = _now_ns()
         self.folder = root if root.is_dir() else root.parent
-        self.named = named
-        self.stats = stats
         started = time.perf_counter()
         self.supported = resolve_range(settings, root)
         self.cache = Cache.for_run(settings, self.folder) if use_cache else None
         stats.add_time("find", started)
-        self.analyzer = analyzer = Analyzer(settings, root, overlay=overlay, cache=self.cache, pool=pool)
-        self.target_files = [analyzer.read(path, target=True) for path in targets]
+        self.analyzer = Analyzer(settings, root, overlay=overlay, cache=self.cache, pool=pool)
+        self.walked = (whole or plan.walked) and root.is_dir()
+        self.target_files: list[LoadedFile] = []
         self.project: list[LoadedFile] = []
-        # Whether the range can matter: a whole project is checked, or a target could be flagged (else
-        # no rule can flag a target, and the rest of the project is not read).
-        walked = (whole or plan.walked) and root.is_dir()
-        self.consulted = whole or walked or analyzer.any_holds_trigger(self.target_files)
-        if walked:
+        self.consulted = whole or self.walked
+        self.run_key: str | None = None
+        self.unread = False  # answered from the cache without reading the files
+
+    def read(self) -> None:
+        """Read the targets and, when the range can matter (a whole project is checked, or a target
+        could be flagged; else no rule can flag a target), the rest of the project."""
+        analyzer, targets = self.analyzer, self.plan.targets
+        self.target_files = [analyzer.read(path, target=True) for path in targets]
+        self.consulted = self.consulted or analyzer.any_holds_trigger(self.target_files)
+        if self.walked:
             self.project = self.target_files
         elif self.consulted:
             self.project = [analyzer.read(path) for path in analyzer.project_files(targets)]
-        self.run_key = analyzer.run_key(self.target_files, self.project, self.supported, named)
+        self.run_key = analyzer.run_key(self.target_files, self.project, self.supported, self.named)
 
-    def stored(self, progress: Callable[[int, int], None] | None) -> list[Finding] | None:
-        """The findings a run with the same inputs stored, if any."""
-        findings = self.analyzer.stored_findings(self.run_key, progress)
+    def stored(self, progress: Callable[[int, int], None] | None, unread_only: bool = False) -> list[Finding] | None:
+        """The findings a run with the same inputs stored, if any; `unread_only`: only when the files'
+        sizes, times and inodes tell that nothing changed."""
+        findings = self._stored_unread(progress)
+        if findings is None and not unread_only:
+            self.read()
+            findings = self.analyzer.stored_findings(self.run_key, progress)
         if findings is not None:
             self.analyzer.stats.stored += 1
         return findings
+
+    def _stored_unread(self, progress: Callable[[int, int], None] | None) -> list[Finding] | None:
+        if self.cache is None or self.overlay or not self.walked:
+            return None
+        text = self.cache.get_text(self._manifest_key())
+        try:
+            manifest = json.loads(text) if text else None
+        except ValueError:
+            manifest = None
+        if not isinstance(manifest, dict):
+            return None
+        started = time.perf_counter()
+        files = self.analyzer.known_unread(self.plan.targets, manifest)
+        self.stats.add_time("read", started)
+        if files is None:
+            self.analyzer.loaded.clear()
+            return None
+        run_key = self.analyzer.run_key(files, files, self.supported, self.named)
+        findings = self.analyzer.stored_findings(run_key, progress)
+        if findings is None:
+            self.analyzer.loaded.clear()
+            return None
+        self.target_files = self.project = files
+        self.run_key, self.unread = run_key, True
+        return findings
+
+    def _manifest_key(self) -> str:
+        assert self.cache is not None
+        return self.cache.run_key(json.dumps({"files of": os.path.abspath(self.folder)}))
 
     def answer(self, progress: Callable[[int, int], None] | None) -> Analysis:
         """The stored findings, else those found now (and stored)."""
@@ -873,11 +970,18 @@ class ProjectRun:
             self.cache.flush()
 
     def report(self, findings: list[Finding]) -> Analysis:
+        if self.cache is not None and self.walked and not self.unread and not self.overlay:
+            self.cache.put_text(self._manifest_key(), json.dumps(self.analyzer.manifest(self.started_ns)))
         self.close()
         analyzer = self.analyzer
         analyzer.stats.trigger = sum(1 for file in analyzer.loaded.values() if file.record and file.record.trigger)
         self.stats.add(analyzer.stats)
         with_findings = {finding.path for finding in findings}
+        if self.unread:  # the files were not read: those shown with their findings are read now
+            for loaded in self.target_files:
+                if loaded.display in with_findings:
+                    with contextlib.suppress(OSError):
+                        loaded.raw = read_file(loaded.path)
         sources = {
             loaded.display: source
             for loaded in self.target_files
@@ -887,7 +991,7 @@ class ProjectRun:
         return Analysis(
             findings=sorted(set(findings), key=Finding.sort_key),
             sources=sources,
-            files_checked=len(self.target_files),
+            files_checked=len(self.plan.targets),
             supported=self.supported,
             root=self.folder,
             targets=shown,
