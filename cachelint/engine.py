@@ -361,22 +361,26 @@ class Analyzer:
         loaded = self.loaded[absolute] = LoadedFile(path, display, module=module, target=target)
         return absolute, loaded, True
 
-    def known_unread(self, paths: Sequence[Path], manifest: Mapping[str, list[str]]) -> list[LoadedFile] | None:
-        """Entries for the files at `paths`, keyed without reading them, when each one's size, times and
-        inode are those `manifest` (absolute path -> [signature, cache key]) recorded; else None."""
+    def keyed(self, paths: Sequence[Path], manifest: Mapping[str, list[str]]) -> tuple[list[LoadedFile], int]:
+        """The targets at `paths`, keyed without reading them when their size, times and inode are those
+        `manifest` (absolute path -> [signature, cache key]) recorded, else read; and how many were read."""
         found = []
+        read = 0
         for path in paths:
             absolute, loaded, new = self._entry(path, target=True)
             recorded = manifest.get(absolute)
             try:
                 signature = file_signature(loaded.path.stat())
             except OSError:
-                return None
-            if not new or recorded is None or recorded[0] != signature:
-                return None
-            loaded.cache_key, loaded.signature = recorded[1], signature
+                signature = ""
+            if new and recorded is not None and recorded[0] == signature and self.cache is not None:
+                loaded.cache_key, loaded.signature = recorded[1], signature
+            elif new:
+                del self.loaded[absolute]
+                loaded = self.read(path, target=True)
+                read += 1
             found.append(loaded)
-        return found
+        return found, read
 
     def manifest(self, started_ns: int) -> dict[str, list[str]]:
         """The signature and cache key of every file read, but those that changed within RECENT_NS
@@ -938,16 +942,16 @@ class ProjectRun:
         if not isinstance(manifest, dict):
             return None
         started = time.perf_counter()
-        files = self.analyzer.known_unread(self.plan.targets, manifest)
+        files, read = self.analyzer.keyed(self.plan.targets, manifest)
         self.stats.add_time("read", started)
-        if files is None:
-            self.analyzer.loaded.clear()
-            return None
         run_key = self.analyzer.run_key(files, files, self.supported, self.named)
         findings = self.analyzer.stored_findings(run_key, progress)
         if findings is None:
             self.analyzer.loaded.clear()
+            self.analyzer.stats.read -= read  # read again below
             return None
+        if read:  # the files read now are recorded too
+            self.cache.put_text(self._manifest_key(), json.dumps(self.analyzer.manifest(self.started_ns)))
         self.target_files = self.project = files
         self.run_key, self.unread = run_key, True
         return findings

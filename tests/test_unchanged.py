@@ -60,3 +60,20 @@ def test_files_changed_just_before_a_run_are_read_again(project: Path, monkeypat
     run(project, monkeypatch)
     _, stats = run(project, monkeypatch)
     assert (stats.read, stats.stored) == (3, 1)  # read, then answered by the stored findings
+
+
+def test_a_changed_file_alone_is_read_when_the_findings_are_stored(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An edit, a run right after it (which stores the findings but cannot trust the edited file's
+    times), then another run: it reads the edited file alone."""
+    monkeypatch.setattr(engine, "_now_ns", time.time_ns)
+    monkeypatch.setattr(engine, "RECENT_NS", 200_000_000)  # a clock with a tick of 0.2 s
+    time.sleep(0.3)
+    run(project, monkeypatch)
+    worker = project / "tiny_rl" / "worker.py"
+    worker.write_text(CLEAN_WORKER, encoding="utf-8")
+    found, stats = run(project, monkeypatch)
+    assert (found, stats.read, stats.stored) == ([], 3, 0)
+    found, stats = run(project, monkeypatch)
+    assert (found, stats.read, stats.stored) == ([], 1, 1)
