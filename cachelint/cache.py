@@ -50,9 +50,9 @@ class FileRecord:
     """What a file's bytes are known to hold, as far as a run needed: what the cache stores per file.
 
     `syntax` is None while the file has not been parsed, "ok" when it parses, else the message, line
-    and column of the first error. `defined` holds the words after each `def ` or `class ` in the bytes, once a
-    run looked for them. `summary` is the JSON of the file's `FileSummary` (with an empty path),
-    stored apart and decoded only when a run needs it."""
+    and column of the first error. `defined` holds the words after each `def ` or `class ` in the
+    bytes, once a run looked for them. `summary` is the JSON of the file's `FileSummary` (with an empty
+    path), stored apart and decoded only when a run needs it."""
 
     trigger: bool
     syntax: str | tuple[str, int, int] | None = None

@@ -32,10 +32,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeVar
 
 from cachelint import provenance
-from cachelint.project import GENERIC_NAMES, FunctionRef, ProjectIndex, shared_prefix
+from cachelint.project import GENERIC_NAMES, ProjectIndex, shared_prefix
 from cachelint.rules.cl007_prefix_reset_may_noop import NOT_ENGINES, QUIESCE_PREFIXES
-
-_QUIESCE_NAMES = (*QUIESCE_PREFIXES, "abort")
 
 if TYPE_CHECKING:
     from cachelint.engine import LoadedFile
@@ -43,14 +41,16 @@ if TYPE_CHECKING:
 
 # A round reaches one call further; as deep as the rules follow a path (ProjectIndex.reachable).
 MAX_ROUNDS = 9
+# How many more files without a trigger word, imported one by the other, a chain of calls may pass
+# through before it reaches a function known to reset a cache.
+LOOKAHEAD = 2
+_QUIESCE_NAMES = (*QUIESCE_PREFIXES, "abort")
+_VAGUE_NAMES = GENERIC_NAMES | {"<module>"}
 _BUILTIN_NAMES = frozenset(dir(builtins))
 _WORD = re.compile(rb"\w+")
 # `from ..a.b import (c, d)`: the leading dots, the module and what it imports; `import a.b`: the module.
 _FROM_IMPORT = re.compile(rb"^[ \t]*from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]+\(?([\w, \t\r\n]*)", re.MULTILINE)
 _IMPORT = re.compile(rb"^[ \t]*import[ \t]+([\w.]+)", re.MULTILINE)
-# How many more files without a trigger word, imported one by the other, a chain of calls may pass
-# through before it reaches a function known to reset a cache.
-LOOKAHEAD = 2
 _IMPORTS_VLLM = re.compile(rb"^[ \t]*(?:from|import)[ \t]+vllm\b", re.MULTILINE)
 _LIFECYCLE_CALLS = (b".sleep(", b".wake_up(", b".resume_generation(")
 # A sleep, wake-up or resume on something that is not a timer (`time.sleep(`, `asyncio.sleep(`).
@@ -58,6 +58,7 @@ _ENGINE_LIFECYCLE = re.compile(
     rb"(?<!time)(?<!asyncio)(?<!trio)(?<!anyio)(?<!gevent)(?<!eventlet)\.sleep\(|\.(?:wake_up|resume_generation)\("
 )
 Request = TypeVar("Request", str, tuple[str, str])
+Reaching = Callable[[], AbstractSet[bytes]]  # the names of the indexed functions that reach a reset
 
 
 @dataclass
@@ -86,6 +87,8 @@ def grow(
 ) -> tuple[int, int]:
     """Add to `index` the files the refit paths may reach, round by round; (files summarized, rounds)."""
     summarized = rounds = 0
+    reaching = ReachingNames()
+    reaching.add(index.files.values())
     for _ in range(MAX_ROUNDS):
         wants, quiesces = refit_wants(index, roots, search.modules, callers_matter)
         for summary in index.files.values():
@@ -95,7 +98,6 @@ def grow(
                     for cls in (workaround.cls, *(sub.name for _, sub in index.subclasses(workaround.cls))):
                         wants.workaround_overrides.add((method, cls))
         search.next_round()
-        reaching = _event_reaching_names(index)
         chosen = list(
             {id(f): f for f in (*search.choose(wants, reaching), *search.choose(quiesces, reaching))}.values()
         )
@@ -104,7 +106,9 @@ def grow(
         rounds += 1
         summarize(chosen)
         summarized += len(chosen)
-        index.add(loaded.summary for loaded in chosen if loaded.summary is not None)
+        added = [loaded.summary for loaded in chosen if loaded.summary is not None]
+        index.add(added)
+        reaching.add(added)
     return summarized, rounds
 
 
@@ -263,7 +267,7 @@ class Search:
         pattern = re.compile(re.escape(f"class {name}".encode()) + rb"\b")
         return [loaded for loaded in self.definers(name) if pattern.search(loaded.raw)]
 
-    def matters(self, loaded: LoadedFile, reaching: AbstractSet[bytes], hops: int = LOOKAHEAD) -> bool:
+    def matters(self, loaded: LoadedFile, reaching: Reaching, hops: int = LOOKAHEAD) -> bool:
         """Whether a file may matter on a refit path: it imports vLLM (a path that reaches it is
         evidence that vLLM is the engine) or may lead to a reset (`leads_to_reset`)."""
         raw = loaded.raw
@@ -271,7 +275,7 @@ class Search:
             return True
         return self.leads_to_reset(loaded, reaching, hops)
 
-    def leads_to_reset(self, loaded: LoadedFile, reaching: AbstractSet[bytes], hops: int) -> bool:
+    def leads_to_reset(self, loaded: LoadedFile, reaching: Reaching, hops: int) -> bool:
         """Whether the file names a function that reaches a cache reset, pause or sleep, may sleep or
         wake an engine itself, or calls a function of another file not summarized yet that does,
         `hops` files deep."""
@@ -280,7 +284,7 @@ class Search:
         if key not in self._words:
             self._words[key] = frozenset(_WORD.findall(raw))
             self._lifecycle[key] = bool(any(call in raw for call in _LIFECYCLE_CALLS) and _ENGINE_LIFECYCLE.search(raw))
-        if self._lifecycle[key] or not self._words[key].isdisjoint(reaching):
+        if self._lifecycle[key] or not self._words[key].isdisjoint(reaching()):
             return True
         if hops == 0 or (key, hops) in self._looked_ahead:
             return False
@@ -309,8 +313,8 @@ class Search:
     def next_round(self) -> None:
         self._looked_ahead.clear()
 
-    def choose(self, wants: Wants, reaching: AbstractSet[bytes]) -> list[LoadedFile]:
-        """The files to summarize for `wants` that may matter (`matters`; `reaching` names the indexed
+    def choose(self, wants: Wants, reaching: Reaching) -> list[LoadedFile]:
+        """The files to summarize for `wants` that may matter (`matters`; `reaching()` names the indexed
         functions that reach a reset). A request is answered once all its files were taken; one whose
         files did not matter yet is asked again in the next round, when more may reach a reset."""
         chosen: dict[int, LoadedFile] = {}
@@ -368,26 +372,42 @@ class Search:
         return [loaded for loaded in self.definers(method) if word in loaded.raw]
 
 
-def _event_reaching_names(index: ProjectIndex) -> frozenset[bytes]:
-    """The names of the indexed functions that reach a cache reset, pause or sleep through the call
-    graph (names too generic to tell anything left out)."""
-    functions = list(index.functions())
-    callers: dict[str, list[tuple[FunctionRef, CallSite]]] = {}
-    for ref in functions:
-        for call in ref.function.calls:
-            callers.setdefault(call.name, []).append((ref, call))
-    reaching = [ref for ref in functions if any(map(_engine_event, ref.function.resets))]
-    seen = {ref.key for ref in reaching}
-    while reaching:
-        target = reaching.pop()
-        for ref, call in callers.get(target.function.name, []):
-            if ref.key not in seen and any(
-                found.key == target.key for found in index.resolve(ref.file, ref.function, call)
-            ):
-                seen.add(ref.key)
-                reaching.append(ref)
-    names = {qualname.rpartition(".")[2] for _, qualname in seen}
-    return frozenset(name.encode() for name in names if name not in GENERIC_NAMES and not name.startswith("__"))
+class ReachingNames:
+    """The names of the indexed functions that may reach a cache reset, pause or sleep: those holding
+    one, then those calling a function of such a name (by name, which says more than the call graph
+    would, and costs a fraction of resolving every call); names too generic to tell anything left out.
+    Kept up to date as files are indexed."""
+
+    def __init__(self) -> None:
+        self._holding: set[str] = set()
+        self._callers: dict[str, set[str]] = {}
+        self._names: frozenset[bytes] | None = None
+        self._pending: list[FileSummary] = []  # added, not looked at yet: most runs never ask
+
+    def add(self, files: Iterable[FileSummary]) -> None:
+        self._pending.extend(files)
+        self._names = None
+
+    def __call__(self) -> frozenset[bytes]:
+        for summary in self._pending:
+            for function in summary.functions:
+                if function.name in _VAGUE_NAMES:
+                    continue
+                if any(map(_engine_event, function.resets)):
+                    self._holding.add(function.name)
+                for call in function.calls:
+                    self._callers.setdefault(call.name, set()).add(function.name)
+        self._pending.clear()
+        if self._names is None:
+            names = set(self._holding)
+            frontier = list(names)
+            while frontier:
+                for caller in self._callers.get(frontier.pop(), ()):
+                    if caller not in names:
+                        names.add(caller)
+                        frontier.append(caller)
+            self._names = frozenset(name.encode() for name in names if not name.startswith("__"))
+        return self._names
 
 
 def _engine_event(event: ResetEvent) -> bool:

@@ -17,7 +17,6 @@ A vendored vLLM at the project root also says which release the project runs: it
 from __future__ import annotations
 
 import ast
-import functools
 import os
 from collections.abc import Set as AbstractSet
 from pathlib import Path
@@ -49,16 +48,11 @@ def is_engine_source(folder: str, entries: AbstractSet[str]) -> bool:
 
 def is_engine_folder(folder: Path) -> bool:
     """`is_engine_source` for a folder on disk."""
-    return _is_engine_folder(os.path.abspath(folder))
-
-
-@functools.lru_cache(maxsize=256)
-def _is_engine_folder(folder: str) -> bool:
     try:
         entries = frozenset(entry.name for entry in os.scandir(folder))
     except OSError:
         return False
-    return is_engine_source(folder, entries)
+    return is_engine_source(os.path.abspath(folder), entries)
 
 
 def inside_engine_source(path: Path) -> bool:
