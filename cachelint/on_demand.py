@@ -12,9 +12,10 @@ refit paths the index cannot resolve, and summarizes only the files that the cal
   the files defining it in the nearest package;
 - `collective_rpc("name")`: every file defining the name.
 Of these, a file is summarized only when it may matter (`Search.matters`): it imports vLLM (reaching
-it is evidence that vLLM is the engine), may sleep or wake an engine itself, names a function that the
-index knows to reach a cache reset, pause or sleep, or imports (up to two files deep) a file that
-does. A file left out is asked about again in the next round, when more functions may reach a reset.
+it is evidence that vLLM is the engine), may sleep or wake an engine itself, names a function that may
+reach a cache reset, pause or sleep (`ReachingNames`: an indexed function holding one, or calling by
+name one that may), or imports (up to two files deep) a file that does. A file left out is asked about
+again in the next round, when more functions may reach a reset.
 Always summarized: what a call named like a pause, abort, drain or sleep runs, overrides of a method
 holding a processor-cache workaround (CL004), and for CL007 the files that call a refit root whose path
 holds a prefix reset that may do nothing and hold a pause, abort, drain or sleep word. Names imported

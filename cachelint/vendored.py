@@ -20,10 +20,12 @@ import ast
 import os
 from collections.abc import Set as AbstractSet
 from pathlib import Path
-
-from packaging.version import InvalidVersion, Version
+from typing import TYPE_CHECKING
 
 from cachelint.source import read_file
+
+if TYPE_CHECKING:  # imported when a vendored vLLM is found: every walk imports this module
+    from packaging.version import Version
 
 # Package name -> (entries it must hold, entries of which it must hold one, if any).
 ENGINE_PACKAGES: dict[str, tuple[frozenset[str], frozenset[str]]] = {
@@ -72,6 +74,8 @@ def vendored_vllm_version(root: Path) -> tuple[Version, Path] | None:
         return None
     if not _package_shape("vllm", entries):
         return None
+    from packaging.version import InvalidVersion, Version
+
     for name in VERSION_FILES:
         path = folder / name
         try:
