@@ -100,12 +100,15 @@ def analyze_paths(
     sources: Sources | None,
     settings: Settings | None,
     cache: bool,
+    force_exclude: bool = False,
 ) -> Analysis:
-    """The analysis `check` reports (fix edits not derived yet)."""
+    """The analysis `check` reports (fix edits not derived yet); `force_exclude` as `--force-exclude`."""
     from cachelint.engine import analyze
 
     targets, overlay, resolved, settings_for = _inputs(paths, sources, settings)
-    return analyze(targets, resolved, overlay=overlay, use_cache=cache, settings_for=settings_for)
+    return analyze(
+        targets, resolved, overlay=overlay, use_cache=cache, settings_for=settings_for, force_exclude=force_exclude
+    )
 
 
 def _warnings(analysis: Analysis) -> tuple[str, ...]:

@@ -61,11 +61,11 @@ class FileRecord:
     """What a file's bytes are known to hold, as far as a run needed: what the cache stores per file.
 
     `syntax` is None while the file has not been parsed, "ok" when it parses, else the message, line
-    and column of the first error. `defined` holds the words after each `def ` in the bytes, once a
-    run looked for them. `multimodal` is, once a run looked for it, the first evidence that the file
-    sends multimodal input to vLLM (cachelint.multimodal), as `[word, line]`, or `[]` when it holds
-    none. `summary` is the JSON of the file's `FileSummary` (with an empty path), stored apart and
-    decoded only when a run needs it."""
+    and column of the first error. `defined` holds the words after each `def ` or `class ` in the
+    bytes, once a run looked for them. `multimodal` is, once a run looked for it, the first evidence
+    that the file sends multimodal input to vLLM (cachelint.multimodal), as `[word, line]`, or `[]` when
+    it holds none. `summary` is the JSON of the file's `FileSummary` (with an empty path), stored apart
+    and decoded only when a run needs it."""
 
     trigger: bool
     syntax: str | tuple[str, int, int] | None = None
@@ -220,6 +220,27 @@ class Cache:
         if row[1] != self._today:
             self._touched.extend([key, *file_keys])
         return findings
+
+    def get_text(self, key: str) -> str | None:
+        """The text stored under `key` by `put_text`, if any."""
+        connection = self._connect()
+        if connection is None:
+            return None
+        try:
+            row = connection.execute("SELECT value, used FROM entries WHERE key = ?", (key,)).fetchone()
+        except Exception as error:
+            self._turn_off("cannot read", error)
+            return None
+        if row is None:
+            return None
+        if row[1] != self._today:
+            self._touched.append(key)
+        return str(row[0])
+
+    def put_text(self, key: str, text: str) -> None:
+        """Store `text` under `key` (a key of `run_key`'s kind, never a file's)."""
+        if self._state != "off":
+            self._pending[key] = (text, None)
 
     def put_run(self, key: str, findings: list[dict[str, Any]]) -> None:
         if self._state != "off":

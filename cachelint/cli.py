@@ -220,6 +220,7 @@ def main() -> None:
     help="Read the source from stdin and check it as if it were this file (`-` as a path reads stdin too).",
 )
 @click.option("--add-noqa", is_flag=True, help="Add `# noqa: CODES` to every line with a finding (baseline).")
+@click.option("-v", "--verbose", is_flag=True, help="Print on stderr how many files each stage touched, and its time.")
 @writes_output_file
 @handles_errors
 def check(
@@ -246,6 +247,7 @@ def check(
     show_settings: bool,
     stdin_filename: Path | None,
     add_noqa: bool,
+    verbose: bool,
 ) -> None:
     """Check PATHS (default: the current folder) for cache-reset bugs."""
     import gc
@@ -271,6 +273,8 @@ def check(
     if show_settings:
         show_resolved_settings(settings, targets[0])
         return
+    if verbose:
+        print_stats_at_exit()
     use_cache = not no_cache
     writes = [flag for flag, given in (("--fix", fix), ("--fix-only", fix_only), ("--diff", show_diff)) if given]
     if stdin and add_noqa:
@@ -349,6 +353,20 @@ def check(
     render(reported(analysis, settings, show_fixes), settings.output_format, sys.stdout, context)
     failed = bool(analysis.findings) and not exit_zero
     sys.exit(EXIT_FINDINGS if failed or (exit_non_zero_on_fix and fixed) else EXIT_CLEAN)
+
+
+def print_stats_at_exit() -> None:
+    """`--verbose`: what the analyses of this command did, stage by stage, on stderr when it ends."""
+    from cachelint.engine import recording
+
+    context = click.get_current_context()
+    stats = context.with_resource(recording())
+
+    def print_stats() -> None:
+        for line in stats.lines():
+            click.echo(f"cachelint: {line}", err=True)
+
+    context.call_on_close(print_stats)
 
 
 def show_resolved_settings(settings: Settings, start: Path) -> None:

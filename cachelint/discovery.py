@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cachelint.source import read_file
+from cachelint.vendored import inside_engine_source, is_engine_source
 
 if TYPE_CHECKING:  # imported when a pattern is more than a name, or a .gitignore is found
     import pathspec
@@ -142,7 +143,8 @@ def walk_python_files(
     stop: Callable[[AbstractSet[str]], bool] | None = None,
     listing: dict[str, frozenset[str]] | None = None,
 ) -> Iterator[Path]:
-    """Python files under `folder`, skipping excluded and git-ignored paths; never follows links.
+    """Python files under `folder`, skipping excluded and git-ignored paths and the inference engines'
+    source below it (cachelint.vendored); never follows links.
 
     `stop(names)`: whether a folder below `folder` holding the entries `names` is left out with all it
     holds. `listing` is given each walked folder's entry names, by its absolute path as the yielded
@@ -161,8 +163,11 @@ def walk_python_files(
     # Paths as strings below: this loop runs for every file of the project, and pathlib is slow.
     for current, dirs, files in os.walk(root, followlinks=False):
         below = _prefix(current, root_text) or ""
+        names = frozenset((*dirs, *files))
+        if below and is_engine_source(current, names):
+            dirs[:] = []  # an engine's own source, vendored: the library, not the project
+            continue
         if stop is not None or listing is not None:
-            names = frozenset((*dirs, *files))
             if stop is not None and below and stop(names):
                 dirs[:] = []
                 continue
@@ -216,6 +221,8 @@ def discover(
     as `walk_python_files` takes it, for the folders walked."""
     found: dict[Path, None] = {}
     for path in paths:
+        if force_exclude and inside_engine_source(path):
+            continue
         if Path(os.path.abspath(path)) in virtual:
             if not force_exclude or not excludes.matches(path):
                 found[path] = None

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-import builtins
+import contextlib
 import functools
 import gc
 import json
 import os
 import re
+import time
 import warnings
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from contextlib import contextmanager
@@ -27,16 +29,18 @@ from cachelint.source import (
     SourceFile,
     check_syntax,
     decode_source,
+    file_signature,
     module_name_for,
     parse_python,
     read_file,
+    read_file_with_stat,
 )
 from cachelint.vllm_range import SupportedRange
 
 if TYPE_CHECKING:  # the rest is imported when the findings are not in the cache
     from cachelint.project import ProjectIndex
     from cachelint.rules import Context, Rule
-    from cachelint.summary import CallSite, FileSummary
+    from cachelint.summary import FileSummary
 
 # Bytes that any file the rules can use must contain, or else `def ` and the name of a weight-update
 # function (`Triggers`). A file that only calls such a function, or a helper, is reached through the
@@ -59,6 +63,20 @@ TRIGGER_WORDS = (
     b"AsyncLLM",
     b"EngineClient",
 )
+
+
+_LEADING_WORD = re.compile(rb"\w+")
+
+
+def defined_in(raw: bytes) -> list[str]:
+    """The words right after each `def ` and `class ` in `raw` (`undef foo` holds `def foo` too), sorted."""
+    words = set()
+    for keyword in (b"def ", b"class "):
+        for part in raw.split(keyword)[1:]:
+            word = _LEADING_WORD.match(part)
+            if word is not None:
+                words.add(word.group().decode())
+    return sorted(words)
 
 
 # A word after `def `, overlapping matches included (`undef foo` holds `def foo`).
@@ -104,6 +122,26 @@ def display_path(path: Path) -> str:
     return _below(absolute, str(Path.cwd())) or Path(absolute).as_posix()
 
 
+def _changed_ns(signature: str) -> int:
+    """When the file of `file_signature` last changed: its modification or change time, the later."""
+    _, modified, changed, _ = signature.split(":")
+    return max(int(modified), int(changed))
+
+
+# A file that changed this recently before a run is read again by the next one: in the same tick of a
+# coarse clock (one or two seconds on some file systems) a second change would not show in its times.
+RECENT_NS = 2_000_000_000
+
+
+def _now_ns() -> int:
+    return time.time_ns()
+
+
+def _absolute(path: str, cwd: str) -> str:
+    """`os.path.abspath(path)` for the working folder `cwd`, without asking the system for it again."""
+    return os.path.normpath(path if os.path.isabs(path) else os.path.join(cwd, path))  # noqa: PTH117, PTH118
+
+
 def _below(path: str, folder: str) -> str | None:
     """`path` relative to `folder` (both absolute and normal) with "/" separators, "." for `folder`
     itself; None when `path` is not below it. What `Path.relative_to` does, ten times faster."""
@@ -125,6 +163,7 @@ class LoadedFile:
     target: bool = False
     record: FileRecord | None = None  # what is known about `raw`, from the cache or this run
     cache_key: str = ""
+    signature: str = ""  # size, times and inode when read (`file_signature`), for the next run
 
     def decoded(self) -> SourceFile | None:
         """The text of `raw`, decoded on first use; None when it does not decode."""
@@ -155,6 +194,76 @@ class Analysis:
     def range_of(self) -> dict[str, SupportedRange]:
         """The supported range each checked file (by its shown path) was checked against."""
         return {target: project.supported for project in self.projects for target in project.targets}
+
+
+UP_FRONT, ON_DEMAND, SYNTAX = "up front", "on demand", "syntax"
+
+
+@dataclass
+class RunStats:
+    """How many files each stage of a run touched, and how long it took: what `-v` prints."""
+
+    projects: int = 0
+    files: int = 0  # files to check
+    read: int = 0
+    read_bytes: int = 0
+    trigger: int = 0  # files holding a trigger word, among those whose record the run looked at
+    summarized: Counter[str] = field(default_factory=Counter)  # by stage: parsed and summarized
+    cached: Counter[str] = field(default_factory=Counter)  # by stage: summaries decoded from the cache
+    rounds: int = 0  # rounds of loading on demand
+    ruled: int = 0  # files the rules ran over
+    stored: int = 0  # projects whose findings came from the cache
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    def add_time(self, stage: str, started: float) -> None:
+        self.seconds[stage] = self.seconds.get(stage, 0.0) + time.perf_counter() - started
+
+    def add(self, other: RunStats) -> None:
+        for name in ("projects", "files", "read", "read_bytes", "trigger", "rounds", "ruled", "stored"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.summarized.update(other.summarized)
+        self.cached.update(other.cached)
+        for stage, seconds in other.seconds.items():
+            self.seconds[stage] = self.seconds.get(stage, 0.0) + seconds
+
+    def lines(self) -> list[str]:
+        """One line per stage, for people and scripts (`-v`): `stage: N files ...: S s`."""
+        seconds = Counter(self.seconds)
+        trigger = "holds" if self.trigger == 1 else "hold"
+        projects = _count(self.projects, "project")
+        found = [
+            f"found {_count(self.files, 'file')} to check in {projects}: {seconds['find']:.3f} s",
+            f"read {_count(self.read, 'file')} ({self.read_bytes / 1e6:.1f} MB): {seconds['read']:.3f} s",
+            f"{_count(self.trigger, 'file')} {trigger} a trigger word",
+        ]
+        for stage in (UP_FRONT, ON_DEMAND):
+            files = _count(self.summarized[stage] + self.cached[stage], "file")
+            rounds = f" in {_count(self.rounds, 'round')}" if stage == ON_DEMAND else ""
+            cached = f"({self.cached[stage]} from the cache)"
+            found.append(f"summarized {stage}: {files}{rounds} {cached}: {seconds[stage]:.3f} s")
+        syntax = _count(self.summarized[SYNTAX] + self.cached[SYNTAX], "file")
+        found.append(f"syntax-checked {syntax} no rule needs: {seconds[SYNTAX]:.3f} s")
+        found.append(f"rules over {_count(self.ruled, 'file')}: {seconds['rules']:.3f} s")
+        found.append(f"findings from the cache for {self.stored} of {projects}")
+        return found
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'' if number == 1 else 's'}"
+
+
+_recording: list[RunStats] = []
+
+
+@contextmanager
+def recording() -> Iterator[RunStats]:
+    """The stats of every `analyze` run inside the block, added up (for `-v`)."""
+    stats = RunStats()
+    _recording.append(stats)
+    try:
+        yield stats
+    finally:
+        _recording.remove(stats)
 
 
 def syntax_error_finding(display: str, error: SourceError) -> Finding:
@@ -217,23 +326,25 @@ class Analyzer:
         overlay: Mapping[Path, bytes] | None = None,
         cache: Cache | None = None,
         workers: int | None = None,
+        pool: parallel.Workers | None = None,
     ) -> None:
         self.overlay = overlay or {}
         self.settings = settings
         self.root = root
         self._rules = rules
-        self.loaded: dict[Path, LoadedFile] = {}
+        self.loaded: dict[str, LoadedFile] = {}  # by absolute path
         self.triggers = Triggers(settings.all_refit_functions)
         self.root_folder = root.parent if root.is_file() else root
         self.cache = cache
-        self.workers = parallel.Workers(workers)
+        self.workers = pool if pool is not None else parallel.Workers(workers)
+        self.stats = RunStats()
         self._progress: Callable[[int, int], None] | None = None
         self._finished: set[str] = set()
         self._defined_sets: dict[str, frozenset[str]] = {}
         self._absolute_root = Path(os.path.abspath(root))
         self._root_text = os.fspath(self._absolute_root)
         self._cwd_text = str(Path.cwd())
-        self._by_absolute: dict[str, LoadedFile] = {}
+        self._overlay = {os.path.abspath(path): raw for path, raw in self.overlay.items()}
 
     @functools.cached_property
     def rules(self) -> list[Rule]:
@@ -246,27 +357,70 @@ class Analyzer:
 
     def read(self, path: Path, target: bool = False) -> LoadedFile:
         """The file's bytes; what they hold is filled in by `examine`."""
-        absolute = os.path.abspath(path)
-        loaded = self._by_absolute.get(absolute)
-        if loaded is not None:
-            loaded.target = loaded.target or target
+        absolute, loaded, new = self._entry(path, target)
+        if not new:
             return loaded
-        display = _below(absolute, self._cwd_text) or Path(absolute).as_posix()
-        relative = _below(absolute, self._root_text)
-        module = module_name_for(relative if relative is not None else Path(absolute).name)
-        loaded = LoadedFile(path, display, module=module, target=target)
-        key = Path(absolute)
-        self.loaded[key] = loaded
-        self._by_absolute[absolute] = loaded
+        started = time.perf_counter()
         try:
-            loaded.raw = self.overlay[key] if key in self.overlay else read_file(path)
+            overlaid = self._overlay.get(absolute)
+            if overlaid is not None:
+                loaded.raw = overlaid
+            else:
+                status, loaded.raw = read_file_with_stat(path)
+                loaded.signature = file_signature(status)
         except OSError as error:
             message = f"cannot read file: {error.strerror or error}"
             loaded.error = Finding(loaded.display, Span(1, 1, 1, 1), IO_ERROR, IO_ERROR, message)
             return loaded
         if self.cache is not None:
             loaded.cache_key = self.cache.key(loaded.raw, loaded.module)
+        self.stats.read += 1
+        self.stats.read_bytes += len(loaded.raw)
+        self.stats.add_time("read", started)
         return loaded
+
+    def _entry(self, path: Path, target: bool) -> tuple[str, LoadedFile, bool]:
+        """The file's absolute path and entry, and whether the entry is new (its bytes not read yet)."""
+        absolute = _absolute(os.fspath(path), self._cwd_text)
+        loaded = self.loaded.get(absolute)
+        if loaded is not None:
+            loaded.target = loaded.target or target
+            return absolute, loaded, False
+        display = _below(absolute, self._cwd_text) or Path(absolute).as_posix()
+        relative = _below(absolute, self._root_text)
+        module = module_name_for(relative if relative is not None else absolute.rpartition(os.sep)[2])
+        loaded = self.loaded[absolute] = LoadedFile(path, display, module=module, target=target)
+        return absolute, loaded, True
+
+    def keyed(self, paths: Sequence[Path], manifest: Mapping[str, list[str]]) -> tuple[list[LoadedFile], int]:
+        """The targets at `paths`, keyed without reading them when their size, times and inode are those
+        `manifest` (absolute path -> [signature, cache key]) recorded, else read; and how many were read."""
+        found = []
+        read = 0
+        for path in paths:
+            absolute, loaded, new = self._entry(path, target=True)
+            recorded = manifest.get(absolute)
+            try:
+                signature = file_signature(loaded.path.stat())
+            except OSError:
+                signature = ""
+            if new and recorded is not None and recorded[0] == signature and self.cache is not None:
+                loaded.cache_key, loaded.signature = recorded[1], signature
+            elif new:
+                del self.loaded[absolute]
+                loaded = self.read(path, target=True)
+                read += 1
+            found.append(loaded)
+        return found, read
+
+    def manifest(self, started_ns: int) -> dict[str, list[str]]:
+        """The signature and cache key of every file read, but those that changed within RECENT_NS
+        before `started_ns`."""
+        return {
+            absolute: [loaded.signature, loaded.cache_key]
+            for absolute, loaded in self.loaded.items()
+            if loaded.signature and loaded.cache_key and _changed_ns(loaded.signature) < started_ns - RECENT_NS
+        }
 
     def any_holds_trigger(self, files: list[LoadedFile]) -> bool:
         """Whether one of `files` holds a trigger word (known from the cache when it saw their bytes)."""
@@ -288,6 +442,7 @@ class Analyzer:
     def examine(self, progress: Callable[[int, int], None] | None = None) -> None:
         """Summarize the files holding a trigger word. `progress(done, total)` is told as files are
         done with, through `load_on_demand` and `check_syntax`."""
+        started = time.perf_counter()
         files = list(self.loaded.values())
         self._progress = progress
         self._give_records(files)
@@ -299,7 +454,8 @@ class Analyzer:
                 wanted.append((loaded, True))
             elif not loaded.target:
                 self._finished.add(loaded.display)
-        self._fulfil(wanted)
+        self._fulfil(wanted, UP_FRONT)
+        self.stats.add_time(UP_FRONT, started)
 
     def run_key(
         self, targets: list[LoadedFile], project: list[LoadedFile], supported: SupportedRange, named: AbstractSet[str]
@@ -342,18 +498,21 @@ class Analyzer:
         """Parse the files named on the command line (`named`: absolute paths) that no rule needed:
         they still get an invalid-syntax diagnostic when CPython rejects them. A file found by walking
         a folder that holds no trigger word cannot matter, and is not parsed."""
+        started = time.perf_counter()
         requests: list[tuple[LoadedFile, bool]] = []
-        for absolute, loaded in self._by_absolute.items():
+        for absolute, loaded in self.loaded.items():
             if loaded.target and loaded.record is not None and loaded.summary is None and loaded.error is None:
                 if absolute in named:
                     requests.append((loaded, False))
                 else:
                     self._finished.add(loaded.display)
-        self._fulfil(requests)
+        self._fulfil(requests, SYNTAX)
+        self.stats.add_time(SYNTAX, started)
 
-    def _fulfil(self, requests: Sequence[tuple[LoadedFile, bool]]) -> None:
+    def _fulfil(self, requests: Sequence[tuple[LoadedFile, bool]], stage: str) -> None:
         """Give each file its summary (when asked for) or its syntax verdict, from its record when it
-        holds them, else by parsing: over a process pool when there is enough to parse."""
+        holds them, else by parsing: over a process pool when there is enough to parse. `stage` names
+        the stage of the run for the stats."""
         work: list[tuple[LoadedFile, bool]] = []
         for loaded, want_summary in requests:
             record = loaded.record
@@ -369,6 +528,8 @@ class Analyzer:
                 work.append((loaded, want_summary))
                 continue
             self._finished.add(loaded.display)
+            self.stats.cached[stage] += 1  # known from the record
+        self.stats.summarized[stage] += len(work)
         self._report_progress()
         helpers = self.settings.version_helpers
         encode = self.cache is not None
@@ -418,87 +579,45 @@ class Analyzer:
         if self.cache is not None and loaded.cache_key and loaded.record is not None:
             self.cache.put(loaded.cache_key, loaded.record)
 
-    def project_files(self, targets: Sequence[Path], walked: Sequence[Path] | None = None) -> list[Path]:
-        """The files of the project and the targets; `walked`: the root folder's files, when the
-        targets came from walking it."""
+    def project_files(self, targets: Sequence[Path]) -> list[Path]:
+        """The files of the project (not below a project of its own) and the targets."""
         if self.root.is_file():
             return [self.root]
-        if walked is None:
-            excludes = Excludes.build(self.root, (*self.settings.exclude, *self.settings.extend_exclude))
-            walked = list(walk_python_files(self.root, excludes, stop=vllm_range.holds_project))
-        return [*walked, *targets]
+        excludes = Excludes.build(self.root, (*self.settings.exclude, *self.settings.extend_exclude))
+        return [*walk_python_files(self.root, excludes, stop=vllm_range.holds_project), *targets]
 
-    def load_on_demand(self, index_files: list[LoadedFile], unparsed: list[Path]) -> ProjectIndex:
-        """Index the summarized files, then parse the files that define what the refit paths call but
-        the index lacks, the files that override a method holding a processor-cache workaround, and
-        the files that may pause before calling a refit root whose path holds a prefix reset that may
-        do nothing (CL007). Return the index of them all."""
+    def load_on_demand(self, index_files: list[LoadedFile], project: list[LoadedFile]) -> ProjectIndex:
+        """Index the summarized files, then summarize the project files that the refit paths may reach
+        (cachelint.on_demand says which). Return the index of them all."""
+        from cachelint import on_demand
         from cachelint.project import ProjectIndex
         from cachelint.rules.cl007_prefix_reset_may_noop import QUIESCE_WORDS
 
-        candidates = list(
-            {id(f): f for f in (self._by_absolute.get(os.path.abspath(p)) for p in unparsed) if f}.values()
-        )
-        project_modules = {
-            ".".join(parts[:end])
-            for loaded in (*candidates, *index_files)
-            for parts in [loaded.module.split(".")]
-            for end in range(1, len(parts) + 1)
-        }
+        started = time.perf_counter()
+        files = {id(loaded): loaded for loaded in (*index_files, *project)}.values()
         index = ProjectIndex(
-            [loaded.summary for loaded in index_files if loaded.summary], self.settings.worker_extension_classes
+            [loaded.summary for loaded in index_files if loaded.summary],
+            self.settings.worker_extension_classes,
+            {part for loaded in files for part in loaded.module.split(".")},
         )
+        search = on_demand.Search(files, self.defined_words, QUIESCE_WORDS)
+
+        def summarize(chosen: list[LoadedFile]) -> None:
+            self._fulfil([(loaded, True) for loaded in chosen], ON_DEMAND)
+
         callers_matter = self.settings.is_enabled("CL007")
-        # A file matching a name asked for in an earlier round was loaded then: ask for new names only.
-        asked_definitions: set[str] = set()
-        asked_callers: set[str] = set()
-        for _ in range(4):
-            unresolved, prefix_roots = self._refit_paths(index, project_modules)
-            overridden = {
-                workaround.function.rsplit(".", 1)[-1]
-                for summary in index.files.values()
-                for workaround in summary.workarounds
-                if workaround.cls
-            }
-            wanted = (unresolved | overridden) - asked_definitions
-            words = {name for name in wanted if name.isascii() and name.isidentifier()}
-            others = [re.escape(name.encode()) for name in sorted(wanted - words)]
-            pattern = re.compile(rb"def (?:" + b"|".join(others) + rb")\b") if others else None
-            callers = [name.encode() for name in sorted(prefix_roots - asked_callers)] if callers_matter else []
-            asked_definitions.update(wanted)
-            asked_callers.update(prefix_roots)
-            matched = [loaded for loaded in candidates if self._wanted(loaded, words, pattern, callers, QUIESCE_WORDS)]
-            self._fulfil([(loaded, True) for loaded in matched])
-            added = [loaded for loaded in matched if loaded.summary is not None]
-            if not added:
-                break
-            index_files.extend(added)
-            index.add(loaded.summary for loaded in added if loaded.summary)
+        _, rounds = on_demand.grow(index, search, summarize, self.settings.all_refit_functions, callers_matter)
+        self.stats.rounds += rounds
+        self.stats.add_time(ON_DEMAND, started)
         return index
 
-    def _wanted(
-        self,
-        loaded: LoadedFile,
-        words: set[str],
-        pattern: re.Pattern[bytes] | None,
-        callers: list[bytes],
-        quiesce_words: Sequence[bytes],
-    ) -> bool:
-        """Whether a file not parsed yet may define one of `words` (or what `pattern` matches), or call
-        one of `callers` after a pause, abort, drain or sleep (it holds one of `quiesce_words`)."""
-        if loaded.summary or loaded.error or loaded.record is None:
-            return False
-        raw = loaded.raw
-        if not self._defined(loaded).isdisjoint(words) or (pattern is not None and pattern.search(raw)):
-            return True
-        return any(name in raw for name in callers) and any(word in raw for word in quiesce_words)
-
-    def _defined(self, loaded: LoadedFile) -> frozenset[str]:
-        """The words after `def ` in the file's bytes: `def name\\b` matches exactly for these."""
+    def defined_words(self, loaded: LoadedFile) -> frozenset[str]:
+        """The words after `def ` or `class ` in the file's bytes (`def name\\b` or `class name\\b`
+        matches for these and no other ASCII word)."""
         record = loaded.record
         assert record is not None
         if record.defined is None:
-            record.defined = sorted({word.decode() for word in _DEFINED_WORD.findall(loaded.raw)})
+            record.defined = defined_in(loaded.raw)
             self._remember(loaded)
         if loaded.display not in self._defined_sets:
             self._defined_sets[loaded.display] = frozenset(record.defined)
@@ -519,47 +638,6 @@ class Analyzer:
                 word, line = record.multimodal
                 found.append(Evidence(loaded.display, int(line), str(word)))
         return tuple(found)
-
-    def _refit_paths(self, index: ProjectIndex, project_modules: set[str]) -> tuple[set[str], set[str]]:
-        """Names called on refit paths that nothing indexed defines but a project file might, and the
-        names of the refit roots whose paths hold a prefix reset that may do nothing (CL007)."""
-        from cachelint.project import GENERIC_NAMES
-        from cachelint.rules.cl007_prefix_reset_may_noop import may_noop
-
-        roots = self.settings.all_refit_functions
-        unresolved: set[str] = set()
-        prefix_roots: set[str] = set()
-        for ref in index.functions():
-            if ref.function.name not in roots:
-                continue
-            for reached in index.reachable(ref):
-                file = reached.ref.file
-                if any(may_noop(event, index) for event in reached.ref.function.resets):
-                    prefix_roots.add(ref.function.name)
-                for call in reached.ref.function.calls:
-                    if (
-                        not call.receiver_class
-                        and _may_be_defined_in_project(file, call, project_modules)
-                        and not index.resolve(file, reached.ref.function, call)
-                    ):
-                        unresolved.add(call.name)
-        return unresolved - GENERIC_NAMES, prefix_roots
-
-
-def _may_be_defined_in_project(file: FileSummary, call: CallSite, project_modules: set[str]) -> bool:
-    """False for what can only live outside the project: builtins, classes (constructors are not
-    followed), and functions of modules imported from elsewhere (`torch.cuda.synchronize()`).
-    `project_modules` holds every project module and package name."""
-    if call.name in _BUILTIN_NAMES or call.name[:1].isupper():
-        return False
-    imported = file.imports.get(call.chain[0] if call.chain else call.name)
-    if imported is None:
-        return True
-    module = imported if call.chain else imported.rpartition(".")[0]
-    return module in project_modules
-
-
-_BUILTIN_NAMES = frozenset(dir(builtins))
 
 
 # Every suppression directive holds one of these words, and every one that can be unused (CL100) these,
@@ -596,10 +674,11 @@ class ProjectPlan:
     root: Path
     settings: Settings
     targets: list[Path] = field(default_factory=list)
+    walked: bool = False  # the targets are every file of the project: its folder was walked whole
 
     @functools.cached_property
     def excludes(self) -> Excludes:
-        folder = self.root if self.root.is_dir() else self.root.parent
+        folder = self.root.parent if self.root.is_file() else self.root
         return Excludes.build(folder, (*self.settings.exclude, *self.settings.extend_exclude))
 
 
@@ -622,7 +701,9 @@ def plan_projects(
     """The files to check, grouped by project: each file belongs to its nearest project root and takes
     its own settings (`settings_for(file)`), as ruff resolves configuration per file. A folder is
     walked with its own project's excludes; a file found in it that belongs to another project is
-    also left out when that project's excludes cover it."""
+    also left out when that project's excludes cover it. A plan is `walked` when its targets are all
+    the files of its project: its root is in a walked folder, no other plan shares the root and the
+    walk left out nothing the project's own excludes would not."""
     roots = vllm_range.ProjectRoots()
     plans: dict[tuple[Path, int], ProjectPlan] = {}
 
@@ -649,12 +730,15 @@ def plan_projects(
         return by_folder[folder]
 
     seen: set[str] = set()
+    cwd = str(Path.cwd())
+    whole: dict[int, bool] = {}  # by plan: whether every file of its walks came from walking its root
     for path in paths:
         own = plan_of(path)
         walked = path.is_dir()
         walked_from = os.path.abspath(path)
+        own_excludes = bool(own.settings.exclude or own.settings.extend_exclude)
         for file in discover([path], own.excludes, force_exclude, virtual, listing):
-            absolute = os.path.abspath(file)
+            absolute = _absolute(os.fspath(file), cwd)
             if absolute in seen:
                 continue
             plan = plan_of_folder(absolute.rpartition(os.sep)[0], walked_from) if walked else own
@@ -663,7 +747,12 @@ def plan_projects(
                 continue
             seen.add(absolute)
             plan.targets.append(file)
+            inside = walked and _below(os.fspath(plan.root), walked_from) is not None
+            whole[id(plan)] = whole.get(id(plan), True) and inside and (plan is own or not own_excludes)
     found = [plan for plan in plans.values() if plan.targets]
+    shared = Counter(plan.root for plan in found)
+    for plan in found:
+        plan.walked = whole.get(id(plan), False) and shared[plan.root] == 1
     return found or [plan_of(paths[0] if paths else Path.cwd())]
 
 
@@ -700,6 +789,7 @@ def analyze(
     `project_root`, is used in its place (the language server keeps unsaved buffers out of the file).
     `workers` fixes the number of processes (1: none); by default every core is used when there is
     enough to parse."""
+    started = time.perf_counter()
     virtual = frozenset(overlay or ())
     if project_root is not None:
         plan = ProjectPlan(project_root, settings)
@@ -708,15 +798,125 @@ def analyze(
     else:
         plans = plan_projects(paths, settings_for or (lambda _: settings), force_exclude, virtual)
     named = {os.path.abspath(path) for path in paths if not path.is_dir()}
-    analyses = []
-    before = 0
-    for plan in plans:
-        root = plan.root
-        whole = len(paths) == 1 and not force_exclude and os.path.abspath(paths[0]) == os.path.abspath(root)
-        told = _offset(progress, before)
-        analyses.append(_analyze_project(plan, whole, named, overlay, told, use_cache, workers, cache))
-        before += analyses[-1].files_checked
-    return analyses[0] if len(analyses) == 1 else _merged(analyses)
+    stats = RunStats(projects=len(plans), files=sum(len(plan.targets) for plan in plans))
+    tasks: list[ProjectTask] = [
+        (plan, _whole(plan, paths, force_exclude), named, _overlay_of(plan, overlay), use_cache) for plan in plans
+    ]
+    stats.add_time("find", started)
+    analyses: dict[int, Analysis] = {}
+    done = [0]
+
+    def told() -> Callable[[int, int], None] | None:
+        return _offset(progress, done[0])
+
+    with parallel.Workers(workers) as pool:  # one pool for every project of the run
+        prepared: dict[int, ProjectRun] = {}
+        if use_cache and len(plans) > 1 and all(plan.walked for plan in plans):
+            # First what the caches answer, here: an unchanged project needs no process of its own.
+            for index, task in enumerate(tasks):
+                if _has_cache(task[0]):
+                    run = prepared[index] = ProjectRun(*task, pool, stats)
+                    findings = run.stored(told(), unread_only=True)
+                    if findings is not None:
+                        analyses[index] = run.report(findings)
+                        done[0] += analyses[index].files_checked
+        left = [index for index in range(len(tasks)) if index not in analyses]
+        sizes = _side_by_side([plans[index] for index in left], overlay or {}, workers)
+        if sizes:
+
+            def finished(indexes: list[int]) -> None:
+                done[0] += sum(len(plans[left[index]].targets) for index in indexes)
+                if progress is not None:
+                    progress(done[0], stats.files)
+
+            for run in prepared.values():
+                run.close()
+            _import_analysis()
+            outcomes = pool.map(analyze_projects, [tasks[index] for index in left], sizes, finished)
+            for index, (analysis, project_stats) in zip(left, outcomes, strict=True):
+                analyses[index] = analysis
+                stats.add(project_stats)
+        else:
+            for index in left:
+                run = prepared.get(index) or ProjectRun(*tasks[index], pool, stats, cache=cache)
+                analyses[index] = run.answer(told())
+                done[0] += analyses[index].files_checked
+    for recorder in _recording:
+        recorder.add(stats)
+    ordered = [analyses[index] for index in range(len(tasks))]
+    return ordered[0] if len(ordered) == 1 else _merged(ordered)
+
+
+ProjectTask = tuple[ProjectPlan, bool, AbstractSet[str], "Mapping[Path, bytes] | None", bool]
+
+
+def analyze_projects(tasks: list[ProjectTask]) -> list[tuple[Analysis, RunStats]]:
+    """Whole projects, one after the other, each in this process alone (in a pool worker)."""
+    results = []
+    for task in tasks:
+        stats = RunStats()
+        with parallel.Workers(1) as pool:
+            results.append((ProjectRun(*task, pool, stats).answer(None), stats))
+    return results
+
+
+def _import_analysis() -> None:
+    """Import (and load the facts of) what analysing a project needs, once here rather than again in
+    each forked worker."""
+    import cachelint.summary.walk  # noqa: F401
+    from cachelint.facts import load_facts
+    from cachelint.rules import ALL_RULES  # noqa: F401
+
+    load_facts()
+
+
+def _has_cache(plan: ProjectPlan) -> bool:
+    """Whether the project's cache exists: whether its findings may be stored."""
+    from cachelint.cache import DATABASE, cache_folder
+
+    folder = plan.root.parent if plan.root.is_file() else plan.root
+    return (cache_folder(plan.settings, folder) / DATABASE).is_file()
+
+
+def _whole(plan: ProjectPlan, paths: Sequence[Path], force_exclude: bool) -> bool:
+    """Whether the run checks the whole project: its root is the one path given."""
+    return len(paths) == 1 and not force_exclude and os.path.abspath(paths[0]) == os.path.abspath(plan.root)
+
+
+def _overlay_of(plan: ProjectPlan, overlay: Mapping[Path, bytes] | None) -> Mapping[Path, bytes] | None:
+    """The part of `overlay` below the plan's root."""
+    if not overlay:
+        return overlay
+    root = os.path.abspath(plan.root)
+    return {path: raw for path, raw in overlay.items() if _below(os.fspath(path), root) is not None}
+
+
+def _may_go_side_by_side(plans: list[ProjectPlan], workers: int | None) -> bool:
+    """Several projects, each walked whole (its files are its targets, so their size is its work),
+    and more than one core to run them on."""
+    return len(plans) > 1 and all(plan.walked for plan in plans) and parallel.worker_count(1 << 40, workers) > 1
+
+
+def _side_by_side(plans: list[ProjectPlan], overlay: Mapping[Path, bytes], workers: int | None) -> list[int]:
+    """The size in bytes of each project, when the projects are best analysed side by side, each in a
+    process of its own; else nothing. They are when they may (`_may_go_side_by_side`), no project
+    outweighs the others together, and the work deserves a pool."""
+    if not _may_go_side_by_side(plans, workers):
+        return []
+    sizes = [sum(_size(path, overlay) for path in plan.targets) for plan in plans]
+    if max(sizes) * 2 > sum(sizes) or parallel.worker_count(sum(sizes), workers) <= 1:
+        return []
+    return sizes
+
+
+def _size(path: Path, overlay: Mapping[Path, bytes]) -> int:
+    raw = overlay.get(Path(os.path.abspath(path)))
+    if raw is not None:
+        return len(raw)
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
 
 
 def _offset(progress: Callable[[int, int], None] | None, before: int) -> Callable[[int, int], None] | None:
@@ -727,55 +927,135 @@ def _offset(progress: Callable[[int, int], None] | None, before: int) -> Callabl
     return lambda done, total: report(before + done, before + total)
 
 
-def _analyze_project(
-    plan: ProjectPlan,
-    whole: bool,
-    named: AbstractSet[str],
-    overlay: Mapping[Path, bytes] | None,
-    progress: Callable[[int, int], None] | None,
-    use_cache: bool,
-    workers: int | None,
-    cache: Cache | None = None,
-) -> Analysis:
-    root, settings, targets = plan.root, plan.settings, plan.targets
-    folder = root.parent if root.is_file() else root
-    supported = resolve_range(settings, root)
-    if cache is None and use_cache:
-        # A root that is not on disk (the folder of a --stdin-filename that does not exist) gets no cache.
-        cache = Cache.for_run(settings, root.parent if root.is_file() else root)
-    analyzer = Analyzer(settings, root, overlay=overlay, cache=cache, workers=workers)
-    target_files = [analyzer.read(path, target=True) for path in targets]
-    project: list[LoadedFile] = []
-    # Whether the range can matter: a whole project is checked, or a target could be flagged (else no
-    # rule can flag a target, and the rest of the project is not read).
-    consulted = whole or analyzer.any_holds_trigger(target_files)
-    if consulted:
-        project_paths = analyzer.project_files(targets, walked=targets if whole and root.is_dir() else None)
-        project = [analyzer.read(path) for path in project_paths]
-    run_key = analyzer.run_key(target_files, project, supported, named)
-    findings = analyzer.stored_findings(run_key, progress)
-    if findings is None:
-        findings = _find(analyzer, target_files, project, supported, named, progress)
-        analyzer.store_findings(run_key, findings)
-    if cache is not None:
-        cache.flush()
-    with_findings = {finding.path for finding in findings}
-    sources = {
-        loaded.display: source
-        for loaded in target_files
-        if (loaded.display in with_findings or loaded.source is not None) and (source := loaded.decoded())
-    }
-    shown = [loaded.display for loaded in target_files]
-    return Analysis(
-        findings=sorted(set(findings), key=Finding.sort_key),
-        sources=sources,
-        files_checked=len(target_files),
-        supported=supported,
-        root=folder,
-        targets=shown,
-        warnings=[cache.warning] if cache is not None and cache.warning else [],
-        projects=[ProjectReport(folder, supported, tuple(shown), consulted)],
-    )
+class ProjectRun:
+    """One project of a run: its files keyed (from their sizes, times and inodes when an earlier run
+    recorded them, else read), its findings taken from the cache when a run with the same inputs
+    stored them, else found; then reported."""
+
+    def __init__(
+        self,
+        plan: ProjectPlan,
+        whole: bool,
+        named: AbstractSet[str],
+        overlay: Mapping[Path, bytes] | None,
+        use_cache: bool,
+        pool: parallel.Workers,
+        stats: RunStats,
+        cache: Cache | None = None,
+    ) -> None:
+        root, settings = plan.root, plan.settings
+        self.plan, self.whole, self.named, self.overlay, self.stats = plan, whole, named, overlay, stats
+        self.started_ns = _now_ns()
+        self.folder = root.parent if root.is_file() else root
+        started = time.perf_counter()
+        self.supported = resolve_range(settings, root)
+        if cache is None and use_cache:
+            # A root that is not on disk (the folder of a --stdin-filename that does not exist) gets no cache.
+            cache = Cache.for_run(settings, self.folder)
+        self.cache = cache
+        stats.add_time("find", started)
+        self.analyzer = Analyzer(settings, root, overlay=overlay, cache=self.cache, pool=pool)
+        self.walked = (whole or plan.walked) and root.is_dir()
+        self.target_files: list[LoadedFile] = []
+        self.project: list[LoadedFile] = []
+        self.consulted = whole or self.walked
+        self.run_key: str | None = None
+        self.unread = False  # answered from the cache without reading the files
+
+    def read(self) -> None:
+        """Read the targets and, when the range can matter (a whole project is checked, or a target
+        could be flagged; else no rule can flag a target), the rest of the project."""
+        analyzer, targets = self.analyzer, self.plan.targets
+        self.target_files = [analyzer.read(path, target=True) for path in targets]
+        self.consulted = self.consulted or analyzer.any_holds_trigger(self.target_files)
+        if self.walked:
+            self.project = self.target_files
+        elif self.consulted:
+            self.project = [analyzer.read(path) for path in analyzer.project_files(targets)]
+        self.run_key = analyzer.run_key(self.target_files, self.project, self.supported, self.named)
+
+    def stored(self, progress: Callable[[int, int], None] | None, unread_only: bool = False) -> list[Finding] | None:
+        """The findings a run with the same inputs stored, if any; `unread_only`: only when the files'
+        sizes, times and inodes tell that nothing changed."""
+        findings = self._stored_unread(progress)
+        if findings is None and not unread_only:
+            self.read()
+            findings = self.analyzer.stored_findings(self.run_key, progress)
+        if findings is not None:
+            self.analyzer.stats.stored += 1
+        return findings
+
+    def _stored_unread(self, progress: Callable[[int, int], None] | None) -> list[Finding] | None:
+        if self.cache is None or self.overlay or not self.walked:
+            return None
+        text = self.cache.get_text(self._manifest_key())
+        try:
+            manifest = json.loads(text) if text else None
+        except ValueError:
+            manifest = None
+        if not isinstance(manifest, dict):
+            return None
+        started = time.perf_counter()
+        files, read = self.analyzer.keyed(self.plan.targets, manifest)
+        self.stats.add_time("read", started)
+        run_key = self.analyzer.run_key(files, files, self.supported, self.named)
+        findings = self.analyzer.stored_findings(run_key, progress)
+        if findings is None:
+            self.analyzer.loaded.clear()
+            self.analyzer.stats.read -= read  # read again below
+            return None
+        if read:  # the files read now are recorded too
+            self.cache.put_text(self._manifest_key(), json.dumps(self.analyzer.manifest(self.started_ns)))
+        self.target_files = self.project = files
+        self.run_key, self.unread = run_key, True
+        return findings
+
+    def _manifest_key(self) -> str:
+        assert self.cache is not None
+        return self.cache.run_key(json.dumps({"files of": os.path.abspath(self.folder)}))
+
+    def answer(self, progress: Callable[[int, int], None] | None) -> Analysis:
+        """The stored findings, else those found now (and stored)."""
+        findings = self.stored(progress)
+        if findings is None:
+            findings = _find(self.analyzer, self.target_files, self.project, self.supported, self.named, progress)
+            self.analyzer.store_findings(self.run_key, findings)
+        return self.report(findings)
+
+    def close(self) -> None:
+        """Let the cache go, for another process to answer."""
+        if self.cache is not None:
+            self.cache.flush()
+
+    def report(self, findings: list[Finding]) -> Analysis:
+        if self.cache is not None and self.walked and not self.unread and not self.overlay:
+            self.cache.put_text(self._manifest_key(), json.dumps(self.analyzer.manifest(self.started_ns)))
+        self.close()
+        analyzer = self.analyzer
+        analyzer.stats.trigger = sum(1 for file in analyzer.loaded.values() if file.record and file.record.trigger)
+        self.stats.add(analyzer.stats)
+        with_findings = {finding.path for finding in findings}
+        if self.unread:  # the files were not read: those shown with their findings are read now
+            for loaded in self.target_files:
+                if loaded.display in with_findings:
+                    with contextlib.suppress(OSError):
+                        loaded.raw = read_file(loaded.path)
+        sources = {
+            loaded.display: source
+            for loaded in self.target_files
+            if (loaded.display in with_findings or loaded.source is not None) and (source := loaded.decoded())
+        }
+        shown = [loaded.display for loaded in self.target_files]
+        return Analysis(
+            findings=sorted(set(findings), key=Finding.sort_key),
+            sources=sources,
+            files_checked=len(self.plan.targets),
+            supported=self.supported,
+            root=self.folder,
+            targets=shown,
+            warnings=[self.cache.warning] if self.cache is not None and self.cache.warning else [],
+            projects=[ProjectReport(self.folder, self.supported, tuple(shown), self.consulted)],
+        )
 
 
 def _merged(analyses: list[Analysis]) -> Analysis:
@@ -802,11 +1082,12 @@ def _find(
     progress: Callable[[int, int], None] | None,
 ) -> list[Finding]:
     settings = analyzer.settings
-    with analyzer.workers, collector_paused():
+    with collector_paused():
         analyzer.examine(progress)
         index_files = [loaded for loaded in {id(f): f for f in [*target_files, *project]}.values() if loaded.summary]
-        index = analyzer.load_on_demand(index_files, [f.path for f in project]) if index_files else None
+        index = analyzer.load_on_demand(index_files, project) if index_files else None
         analyzer.check_syntax(named)
+    started = time.perf_counter()
     findings = [loaded.error for loaded in target_files if loaded.error is not None]
     clean = [loaded for loaded in target_files if loaded.error is None]
     summaries = [loaded.summary for loaded in clean if loaded.summary is not None]
@@ -817,7 +1098,10 @@ def _find(
         context = Context(index, supported, settings, load_facts(), analyzer.multimodal_evidence)
         for summary in summaries:
             findings.extend(run_rules(analyzer.rules, summary, context))
-    return apply_suppressions(findings, clean, settings, analyzer.root_folder)
+        analyzer.stats.ruled += len(summaries)
+    kept = apply_suppressions(findings, clean, settings, analyzer.root_folder)
+    analyzer.stats.add_time("rules", started)
+    return kept
 
 
 def apply_suppressions(

@@ -137,8 +137,16 @@ def shared_prefix(a: str, b: str) -> int:
 
 
 class ProjectIndex:
-    def __init__(self, files: Iterable[FileSummary], worker_extension_classes: Iterable[str] = ()) -> None:
+    def __init__(
+        self,
+        files: Iterable[FileSummary],
+        worker_extension_classes: Iterable[str] = (),
+        packages: Iterable[str] | None = None,
+    ) -> None:
+        """`packages`: every name in the module names of the project's files, indexed or not (a
+        package of the project may lie in a folder below its root); None when not known."""
         self.files: dict[str, FileSummary] = {summary.path: summary for summary in files}
+        self.packages = frozenset(packages) if packages is not None else None
         self.modules: dict[str, FileSummary] = {}
         self.functions_by_name: dict[str, list[FunctionRef]] = {}
         self.methods_by_class: dict[tuple[str, str], list[FunctionRef]] = {}
@@ -260,8 +268,17 @@ class ProjectIndex:
             return []
         target = provenance.project_class(self, where or file, origin)
         if target is None:
-            return None
+            # another library's object; not a Ray actor handle, whose `.remote()` calls run project code
+            return [] if call.via == "direct" and self.imported_from_outside(where or file, module) else None
         return self._method_in_hierarchy(target.cls.name, call.name)
+
+    def imported_from_outside(self, file: FileSummary, module: str) -> bool:
+        """Whether `module` (a class's module, resolved through the file's imports) is a package the
+        file imports that is not the project's: `torch`, `aiohttp`, ..."""
+        if self.packages is None or not module:
+            return False
+        top = module.split(".", 1)[0]
+        return top not in self.packages and any(imported.split(".", 1)[0] == top for imported in file.imports.values())
 
     def _class_is_worker_extension(self, ref: FunctionRef) -> bool:
         cls = ref.file.class_named(ref.function.cls)

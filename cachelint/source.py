@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import errno
 import io
+import os
 import stat
 import symtable
 import tokenize
@@ -95,10 +96,23 @@ _NOT_REGULAR = {
 def read_file(path: Path) -> bytes:
     """The bytes of the regular file at `path` (links followed); OSError for anything else, which
     could block forever (a named pipe) or never end (/dev/zero)."""
-    kind = stat.S_IFMT(path.stat().st_mode)
+    return read_file_with_stat(path)[1]
+
+
+def read_file_with_stat(path: Path) -> tuple[os.stat_result, bytes]:
+    """`read_file`, and the file's status taken before it was read."""
+    status = path.stat()
+    kind = stat.S_IFMT(status.st_mode)
     if kind != stat.S_IFREG:
         raise OSError(errno.EINVAL, f"not a regular file but {_NOT_REGULAR.get(kind, 'a special file')}", str(path))
-    return path.read_bytes()
+    return status, path.read_bytes()
+
+
+def file_signature(status: os.stat_result) -> str:
+    """What tells a file's bytes changed without reading them: its size, modification and change
+    times (the change time moves on every write, even one that sets the modification time back) and
+    inode (a file replaced by another)."""
+    return f"{status.st_size}:{status.st_mtime_ns}:{status.st_ctime_ns}:{status.st_ino}"
 
 
 def read_source(path: Path) -> SourceFile:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Iterable
 from collections.abc import Set as AbstractSet
@@ -309,13 +310,31 @@ def describe_pins(pins: Iterable[Pin]) -> str:
 
 def resolve_range(vllm: str | None, origin: str | None, root: Path) -> SupportedRange:
     """The range for the project at `root`: the `vllm` setting (from `origin`: a config file, or
-    "--vllm"), else the project's pins."""
+    "--vllm"), else the release of the vLLM vendored at its root, else the project's pins."""
     if vllm:
         if origin == "--vllm" or origin is None:
             return from_specifier(vllm, f"--vllm {_quoted(vllm)}" if origin else f"vllm = {_quoted(vllm)}")
         table = "[tool.cachelint] " if Path(origin).name == "pyproject.toml" else ""
         return from_specifier(vllm, f"{shown_path(Path(origin))}, {table}vllm = {_quoted(vllm)}")
-    return read_supported_range(root)
+    return vendored_range(root) or read_supported_range(root)
+
+
+def vendored_range(root: Path) -> SupportedRange | None:
+    """The release of the vLLM package vendored at `root` (`root/vllm`), when it says one the facts
+    know; None without such a package or when it says no release. A release the facts do not know
+    leaves the range to the pins, with a note that says so."""
+    from cachelint.vendored import vendored_vllm_version
+
+    found = vendored_vllm_version(root)
+    if found is None:
+        return None
+    version, file = found
+    release = Version(version.base_version)
+    if release in known_releases():
+        return SupportedRange((release,), f"{shown_path(file)}, the vendored vLLM")
+    pinned = read_supported_range(root)
+    note = f"{shown_path(file)}: the vendored vLLM says {version}, a release cachelint does not know: the pins decide"
+    return dataclasses.replace(pinned, notes=(*pinned.notes, note))
 
 
 def _quoted(text: str) -> str:

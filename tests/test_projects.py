@@ -5,6 +5,8 @@ range was used and where it came from."""
 from __future__ import annotations
 
 import json
+import os
+import time
 from pathlib import Path
 
 import pytest
@@ -93,6 +95,39 @@ def test_each_file_is_checked_with_its_own_project(monorepo: Path, paths: list[s
         B_RANGE,
     ]
     assert result.stderr_lines == [B_OPEN]
+
+
+def test_projects_analysed_side_by_side_find_what_one_after_another_finds(
+    monorepo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A monorepo walked whole is analysed a project per process when there are cores to spare; the
+    report is the same, and each process fills its project's cache. Warm, the caches answer in this
+    process, without reading the files (their sizes, times and inodes are those recorded)."""
+    from cachelint import engine
+    from cachelint.cli import settings_finder
+
+    monkeypatch.chdir(monorepo)
+    monkeypatch.setattr(engine, "_now_ns", lambda: time.time_ns() + 60 * 10**9)  # files written well before
+    finder = settings_finder(None, False, {})
+    one_after_another = engine.analyze([Path()], finder(Path()), settings_for=finder, workers=1)
+    report = engine.ProjectRun.report
+
+    def noting_the_process(run: engine.ProjectRun, findings: list[engine.Finding]) -> engine.Analysis:
+        analysis = report(run, findings)
+        analysis.warnings.append(f"process {os.getpid()}")
+        return analysis
+
+    monkeypatch.setattr(engine.ProjectRun, "report", noting_the_process)
+    for run in ("cold", "warm"):
+        with engine.recording() as stats:
+            side_by_side = engine.analyze([Path()], finder(Path()), settings_for=finder, workers=2, use_cache=True)
+        assert side_by_side.findings == one_after_another.findings
+        assert side_by_side.projects == one_after_another.projects
+        assert side_by_side.sources.keys() == one_after_another.sources.keys()
+        # cold, a process per project; warm, the caches answer here
+        assert (f"process {os.getpid()}" in side_by_side.warnings) == (run == "warm")
+        assert (stats.projects, stats.stored) == (2, 2 if run == "warm" else 0)
+        assert stats.read == (0 if run == "warm" else 8)
 
 
 def test_the_fixer_works_per_project(monorepo: Path) -> None:

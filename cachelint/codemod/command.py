@@ -63,10 +63,11 @@ CachelintInputError = (ConfigError, MissingPathError)
 
 def findings_by_file(paths: Sequence[str], sources: Mapping[str, str]) -> dict[str, tuple[Finding, ...]]:
     """Each path's findings that have a fix, keyed by the path as given; `sources`: texts to use instead
-    of the files'."""
+    of the files'. The driver gathers the paths itself, so cachelint's excludes (vendored vLLM, what git
+    ignores, `exclude`) apply to each, as `--force-exclude` makes them."""
     from cachelint.api import analyze_paths
 
-    analysis = analyze_paths(paths, dict(sources), None, True)
+    analysis = analyze_paths(paths, dict(sources), None, True, force_exclude=True)
     spelled = {os.path.abspath(path): path for path in paths}
     found: dict[str, list[Finding]] = {path: [] for path in paths}
     for finding in analysis.findings:

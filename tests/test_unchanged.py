@@ -1,0 +1,79 @@
+"""A project checked whole whose files did not change since the last run is answered from the cache
+without reading them: their sizes, modification and change times and inodes are those the last run
+recorded. Any change to a file shows in one of them; a file changed in the last two seconds before a
+run is not recorded (a coarse clock would not show a second change in the same tick)."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+from cli_runner import WORKER, tiny_project
+
+from cachelint import engine
+from cachelint.config import Settings
+from cachelint.engine import RunStats, analyze, recording
+
+# The same size as WORKER, without the worker-only reset (CL001).
+CLEAN_WORKER = WORKER.replace("self.model_runner.reset_encoder_cache()", "self.model_runner.reset_encoder_tally()")
+
+
+def run(root: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[list[str], RunStats]:
+    monkeypatch.chdir(root)
+    with recording() as stats:
+        analysis = analyze([Path()], Settings(), use_cache=True)
+    return [f"{finding.path}:{finding.span.line} {finding.code}" for finding in analysis.findings], stats
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A small project whose runs start a minute after its files were written."""
+    monkeypatch.setattr(engine, "_now_ns", lambda: time.time_ns() + 60 * 10**9)
+    return tiny_project(tmp_path)
+
+
+def test_an_unchanged_project_is_answered_without_reading_it(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cold, first = run(project, monkeypatch)
+    warm, second = run(project, monkeypatch)
+    assert cold == warm == ["tiny_rl/worker.py:4 CL001"]
+    assert (first.read, first.stored) == (3, 0)
+    assert (second.read, second.stored) == (0, 1)
+
+
+def test_a_change_that_keeps_size_and_modification_time_is_seen(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    run(project, monkeypatch)
+    worker = project / "tiny_rl" / "worker.py"
+    before = worker.stat()
+    assert len(CLEAN_WORKER) == len(WORKER)
+    worker.write_text(CLEAN_WORKER, encoding="utf-8")
+    os.utime(worker, ns=(before.st_atime_ns, before.st_mtime_ns))  # as `touch -r` or a careless tool does
+    assert (worker.stat().st_size, worker.stat().st_mtime_ns) == (before.st_size, before.st_mtime_ns)
+    found, stats = run(project, monkeypatch)
+    assert found == []
+    assert stats.read == 3
+
+
+def test_files_changed_just_before_a_run_are_read_again(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(engine, "_now_ns", time.time_ns)
+    run(project, monkeypatch)
+    _, stats = run(project, monkeypatch)
+    assert (stats.read, stats.stored) == (3, 1)  # read, then answered by the stored findings
+
+
+def test_a_changed_file_alone_is_read_when_the_findings_are_stored(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An edit, a run right after it (which stores the findings but cannot trust the edited file's
+    times), then another run: it reads the edited file alone."""
+    monkeypatch.setattr(engine, "_now_ns", time.time_ns)
+    monkeypatch.setattr(engine, "RECENT_NS", 200_000_000)  # a clock with a tick of 0.2 s
+    time.sleep(0.3)
+    run(project, monkeypatch)
+    worker = project / "tiny_rl" / "worker.py"
+    worker.write_text(CLEAN_WORKER, encoding="utf-8")
+    found, stats = run(project, monkeypatch)
+    assert (found, stats.read, stats.stored) == ([], 3, 0)
+    found, stats = run(project, monkeypatch)
+    assert (found, stats.read, stats.stored) == ([], 1, 1)
