@@ -60,7 +60,7 @@ def check(
     does not exist."""
     from cachelint.codemod import reader, with_edits
 
-    analysis = analyze_paths(paths, sources, settings, cache)
+    analysis = analyze_paths(paths, sources, settings, cache, with_edits=True)
     findings = with_edits(analysis.findings, reader(analysis.sources))
     return CheckResult(tuple(findings), analysis.files_checked, _warnings(analysis))
 
@@ -101,13 +101,21 @@ def analyze_paths(
     settings: Settings | None,
     cache: bool,
     force_exclude: bool = False,
+    with_edits: bool = False,
 ) -> Analysis:
-    """The analysis `check` reports (fix edits not derived yet); `force_exclude` as `--force-exclude`."""
+    """The analysis `check` reports; `force_exclude` as `--force-exclude`; `with_edits`: each fix with
+    its text edits."""
     from cachelint.engine import analyze
 
     targets, overlay, resolved, settings_for = _inputs(paths, sources, settings)
     return analyze(
-        targets, resolved, overlay=overlay, use_cache=cache, settings_for=settings_for, force_exclude=force_exclude
+        targets,
+        resolved,
+        overlay=overlay,
+        use_cache=cache,
+        settings_for=settings_for,
+        force_exclude=force_exclude,
+        with_edits=with_edits,
     )
 
 

@@ -333,6 +333,7 @@ def check(
                 progress=progress,
                 use_cache=use_cache,
                 settings_for=finder,
+                with_edits=shows_edits(settings, show_fixes),
             )
         for warning in [*analysis.warnings, *analysis.range_warnings()]:
             report("warning", warning)
@@ -388,11 +389,18 @@ def show_resolved_settings(settings: Settings, start: Path) -> None:
         report("warning", warning)
 
 
+def shows_edits(settings: Settings, show_fixes: bool) -> bool:
+    """Whether the output prints each fix's text edits."""
+    from cachelint.codemod import EDIT_FORMATS
+
+    return settings.output_format in EDIT_FORMATS or (show_fixes and settings.output_format == "full")
+
+
 def reported(analysis: Analysis, settings: Settings, show_fixes: bool) -> list[Finding]:
     """The findings to print: with each fix's text edits when the format shows them."""
-    from cachelint.codemod import EDIT_FORMATS, reader, with_edits
+    from cachelint.codemod import reader, with_edits
 
-    if settings.output_format in EDIT_FORMATS or (show_fixes and settings.output_format == "full"):
+    if shows_edits(settings, show_fixes):
         return with_edits(analysis.findings, reader(analysis.sources))
     return analysis.findings
 

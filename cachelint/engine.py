@@ -775,6 +775,7 @@ def analyze(
     workers: int | None = None,
     settings_for: Callable[[Path], Settings] | None = None,
     cache: Cache | None = None,
+    with_edits: bool = False,
 ) -> Analysis:
     """Check `paths` (reporting only on them) within the projects that hold them.
 
@@ -788,7 +789,8 @@ def analyze(
     are analysed. `use_cache` reads and writes each project's persistent cache; `cache`, when given with
     `project_root`, is used in its place (the language server keeps unsaved buffers out of the file).
     `workers` fixes the number of processes (1: none); by default every core is used when there is
-    enough to parse."""
+    enough to parse. `with_edits`: give each fix its text edits (made with libcst), for the outputs
+    that show them."""
     started = time.perf_counter()
     virtual = frozenset(overlay or ())
     if project_root is not None:
@@ -800,7 +802,8 @@ def analyze(
     named = {os.path.abspath(path) for path in paths if not path.is_dir()}
     stats = RunStats(projects=len(plans), files=sum(len(plan.targets) for plan in plans))
     tasks: list[ProjectTask] = [
-        (plan, _whole(plan, paths, force_exclude), named, _overlay_of(plan, overlay), use_cache) for plan in plans
+        (plan, _whole(plan, paths, force_exclude), named, _overlay_of(plan, overlay), use_cache, with_edits)
+        for plan in plans
     ]
     stats.add_time("find", started)
     analyses: dict[int, Analysis] = {}
@@ -847,7 +850,7 @@ def analyze(
     return ordered[0] if len(ordered) == 1 else _merged(ordered)
 
 
-ProjectTask = tuple[ProjectPlan, bool, AbstractSet[str], "Mapping[Path, bytes] | None", bool]
+ProjectTask = tuple[ProjectPlan, bool, AbstractSet[str], "Mapping[Path, bytes] | None", bool, bool]
 
 
 def analyze_projects(tasks: list[ProjectTask]) -> list[tuple[Analysis, RunStats]]:
@@ -939,11 +942,13 @@ class ProjectRun:
         named: AbstractSet[str],
         overlay: Mapping[Path, bytes] | None,
         use_cache: bool,
+        with_edits: bool,
         pool: parallel.Workers,
         stats: RunStats,
         cache: Cache | None = None,
     ) -> None:
         root, settings = plan.root, plan.settings
+        self.with_edits = with_edits
         self.plan, self.whole, self.named, self.overlay, self.stats = plan, whole, named, overlay, stats
         self.started_ns = _now_ns()
         self.folder = root.parent if root.is_file() else root
@@ -1030,7 +1035,6 @@ class ProjectRun:
     def report(self, findings: list[Finding]) -> Analysis:
         if self.cache is not None and self.walked and not self.unread and not self.overlay:
             self.cache.put_text(self._manifest_key(), json.dumps(self.analyzer.manifest(self.started_ns)))
-        self.close()
         analyzer = self.analyzer
         analyzer.stats.trigger = sum(1 for file in analyzer.loaded.values() if file.record and file.record.trigger)
         self.stats.add(analyzer.stats)
@@ -1045,6 +1049,14 @@ class ProjectRun:
             for loaded in self.target_files
             if (loaded.display in with_findings or loaded.source is not None) and (source := loaded.decoded())
         }
+        if self.with_edits:
+            # Made with libcst, once: the stored findings keep the edits for the next run that shows them.
+            from cachelint import codemod
+
+            if any(codemod.lacks_edits(finding) for finding in findings):
+                findings = codemod.with_edits(findings, codemod.reader(sources))
+                analyzer.store_findings(self.run_key, findings)
+        self.close()
         shown = [loaded.display for loaded in self.target_files]
         return Analysis(
             findings=sorted(set(findings), key=Finding.sort_key),

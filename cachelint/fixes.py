@@ -119,7 +119,7 @@ class _Round:
             return
         made = self.rewriter.edits(fix)
         if made is None:
-            self._fail(finding, key, "it could not be made on this code")
+            self._fail(finding, key, self.rewriter.why_not(fix))
             return
         by_file: dict[Path, list[Edit]] = {}
         for display, edits in made.items():

@@ -222,9 +222,9 @@ def test_colour_on_a_terminal(project: Path, env: dict[str, str], args: list[str
 # ---------------------------------------------------------------- libcst only for fixes
 
 
-def imports_libcst(*args: str, cwd: Path) -> bool:
+def imports_libcst(*args: str, cwd: Path, cache: bool = False) -> bool:
     run = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "cachelint", "check", "--no-cache", *args],
+        [sys.executable, "-X", "importtime", "-m", "cachelint", "check", *([] if cache else ["--no-cache"]), *args],
         cwd=cwd,
         capture_output=True,
         text=True,
@@ -238,6 +238,18 @@ def test_libcst_is_imported_only_when_a_fix_is_made_or_shown(tmp_path: Path) -> 
     assert not imports_libcst("--fix", "--select", "CL001,CL003", cwd=demo)  # no safe fix among them
     assert imports_libcst("--show-fixes", cwd=demo)
     assert imports_libcst("--output-format", "json", cwd=demo)
+
+
+@pytest.mark.parametrize("output_format", ["json", "sarif"])
+def test_the_cache_keeps_the_edits_of_fixes(tmp_path: Path, output_format: str) -> None:
+    """A run that shows the fixes' edits makes them with libcst once; the next one reads them from the
+    cache, and prints the same."""
+    demo = shutil.copytree(DEMO, tmp_path / "demo")
+    first = check("--output-format", output_format, cwd=demo)
+    assert imports_libcst("--output-format", output_format, cwd=demo)
+    assert not imports_libcst("--output-format", output_format, cwd=demo, cache=True)
+    assert check("--output-format", output_format, cwd=demo) == first
+    assert '"edits"' in first.stdout or '"fixes"' in first.stdout
 
 
 # ---------------------------------------------------------------- stdin

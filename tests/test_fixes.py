@@ -171,3 +171,24 @@ def test_a_fix_whose_result_does_not_compile_is_not_applied(tmp_path: Path, monk
     outcome = fix_to_fixed_point([Path("pause.py")], Settings(), unsafe=True)
     assert outcome.changed == []
     assert outcome.errors == ["pause.py:4:11: CL004 fix not applied: the result would not parse or compile"]
+
+
+def test_a_file_libcst_cannot_parse_gets_no_fix_and_says_why(tmp_path: Path) -> None:
+    """CPython takes tabs and spaces mixed so that each block's indent is consistent in its own right;
+    libcst does not. Such a file is reported as before, its fix not made, and left as it is."""
+    mixed = (
+        "from vllm.v1.engine.async_llm import AsyncLLM\n\n\nclass Server:\n"
+        "   async def refit(self, engine: AsyncLLM) -> None:\n\t\t  engine.reset_prefix_cache()\n"
+    )
+    root = _project(tmp_path, {"server.py": mixed})
+    result = subprocess.run(
+        [sys.executable, "-m", "cachelint", "check", "--fix", "--output-format", "concise", "."],
+        cwd=root,
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 1
+    assert "server.py:6:5: CL005" in result.stdout
+    assert "cachelint: warning: server.py:6:5: CL005 fix not applied: libcst cannot parse server.py (" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert (root / "server.py").read_text() == mixed

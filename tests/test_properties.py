@@ -161,7 +161,8 @@ def mutate(text: str, steps: list[tuple[str, random.Random]]) -> str:
         try:
             mutated = MUTATIONS[name](text, rnd)
             ast.parse(mutated)
-        except (SyntaxError, tokenize.TokenError, IndexError, ValueError):
+            libcst.parse_module(mutated)  # tabs and spaces mixed as CPython allows but libcst does not
+        except (SyntaxError, libcst.ParserSyntaxError, tokenize.TokenError, IndexError, ValueError):
             event(f"mutation left out (would not parse): {name}")
             continue  # this mutation would break the file: the property is about valid code
         text = mutated

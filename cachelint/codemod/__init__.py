@@ -20,7 +20,7 @@ from cachelint.source import SourceError, SourceFile, read_source
 if TYPE_CHECKING:
     from cachelint.codemod.command import FixCacheResets
 
-__all__ = ["EDIT_FORMATS", "FixCacheResets", "reader", "with_edits"]
+__all__ = ["EDIT_FORMATS", "FixCacheResets", "lacks_edits", "reader", "with_edits"]
 
 # The output formats that print each fix's edits (`full` does with --show-fixes).
 EDIT_FORMATS = frozenset({"json", "json-lines", "sarif"})
@@ -40,10 +40,16 @@ def reader(sources: Mapping[str, SourceFile]) -> Callable[[str], str | None]:
     return read
 
 
+def lacks_edits(finding: Finding) -> bool:
+    """Whether the finding's fix changes code but its text edits are not made yet."""
+    return finding.fix is not None and bool(finding.fix.changes) and not finding.fix.edits
+
+
 def with_edits(findings: Sequence[Finding], read: Callable[[str], str | None]) -> list[Finding]:
     """The findings with each fix's text edits, derived from the rewritten files (`read(path)`: the
-    text of a file as analysed). A fix that cannot be made becomes a display-only suggestion."""
-    fixable = [finding for finding in findings if finding.fix is not None and finding.fix.changes]
+    text of a file as analysed) where they are not yet. A fix that cannot be made becomes a
+    display-only suggestion."""
+    fixable = [finding for finding in findings if lacks_edits(finding)]
     if not fixable:
         return list(findings)
     from cachelint.codemod.transform import Rewriter

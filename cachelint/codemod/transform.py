@@ -396,15 +396,27 @@ class Rewriter:
     def __init__(self, read: Callable[[str], str | None]) -> None:
         self.read = read
         self.trees: dict[str, SourceTree | None] = {}
+        self.unparsed: dict[str, str] = {}  # why libcst could not parse a file
 
     def tree(self, path: str) -> SourceTree | None:
         if path not in self.trees:
             text = self.read(path)
             try:
                 self.trees[path] = SourceTree.parse(text) if text is not None else None
-            except (cst.ParserSyntaxError, RecursionError):
+            except cst.ParserSyntaxError as error:
                 self.trees[path] = None
+                reason = error.message.splitlines()[-1] if error.message else "a syntax error"
+                self.unparsed[path] = f"libcst cannot parse {path} ({reason})"
+            except RecursionError:
+                self.trees[path] = None
+                self.unparsed[path] = f"{path} is nested too deeply for libcst"
         return self.trees[path]
+
+    def why_not(self, fix: Fix) -> str:
+        """Why `edits(fix)` gave None."""
+        return next(
+            (self.unparsed[path] for path in fix.paths if path in self.unparsed), "it could not be made on this code"
+        )
 
     def edits(self, fix: Fix) -> dict[str, list[Edit]] | None:
         """The fix's text edits by file, derived from the rewritten modules; None when it cannot be made."""
