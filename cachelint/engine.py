@@ -520,6 +520,18 @@ class Analyzer:
                 found.append(Evidence(loaded.display, int(line), str(word)))
         return tuple(found)
 
+    def summaries_where(self, holds: Callable[[str, bytes], bool]) -> list[FileSummary]:
+        """The summaries of the project's files whose shown path and bytes `holds` accepts, parsing
+        those not summarized yet (cachelint.text_only asks for few: a folder's, a hierarchy's)."""
+        wanted = [
+            loaded
+            for loaded in self.loaded.values()
+            if loaded.error is None and loaded.record is not None and holds(loaded.display, loaded.raw)
+        ]
+        with self.workers, collector_paused():
+            self._fulfil([(loaded, True) for loaded in wanted if loaded.summary is None])
+        return [loaded.summary for loaded in wanted if loaded.summary is not None]
+
     def _refit_paths(self, index: ProjectIndex, project_modules: set[str]) -> tuple[set[str], set[str]]:
         """Names called on refit paths that nothing indexed defines but a project file might, and the
         names of the refit roots whose paths hold a prefix reset that may do nothing (CL007)."""
@@ -814,7 +826,9 @@ def _find(
         from cachelint.facts import load_facts
         from cachelint.rules import Context
 
-        context = Context(index, supported, settings, load_facts(), analyzer.multimodal_evidence)
+        context = Context(
+            index, supported, settings, load_facts(), analyzer.multimodal_evidence, analyzer.summaries_where
+        )
         for summary in summaries:
             findings.extend(run_rules(analyzer.rules, summary, context))
     return apply_suppressions(findings, clean, settings, analyzer.root_folder)

@@ -1,0 +1,192 @@
+"""Whether the code that holds a reset, pause or sleep sends the engine it acts on only text.
+
+The multimodal evidence (cachelint.multimodal) is project-wide, but a project may send images from one
+trainer and only text from another (TRL's GRPO and RLOO). A multimodal rule's finding is dropped when
+the code holding it shows that its own engine gets no images:
+
+- The code is the class of the function (with its bases and subclasses in the project), or the function
+  alone outside a class. Its requests to the same engine (cachelint.summary.requests) are those on the
+  same receiver (`self.llm.generate(...)` for `self.llm.reset_prefix_cache()`), those through a vLLM
+  OpenAI front end the classes build (`OpenAIServingChat(...)`, built over an engine), and, for a post
+  to a server's route, its posts to generation routes. When there are some, they decide: text only
+  when none forwards a prompt its caller built (a passthrough may carry images the code never shows)
+  and no file of the classes shows multimodal input.
+- When there are none (a sharding manager, a weight-sync helper, a client whose server another module
+  feeds), the files of the same folder decide the same way, from their requests to vLLM (posts to
+  generation routes, calls on receivers known to be vLLM engines or front ends), when they send some
+  and none of them shows multimodal input.
+- Otherwise the project-wide evidence decides, as before.
+
+Before a finding is dropped, the bases and subclasses of the class are also looked for in the files the
+run did not parse (by their `class` statements), so a subclass sending images elsewhere keeps it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from cachelint.multimodal import Evidence
+    from cachelint.project import ProjectIndex
+    from cachelint.summary import ClassSummary, FileSummary, FunctionSummary, Request, ResetEvent
+
+# The summaries of the project's files whose shown path and bytes a test accepts, parsed on demand.
+Finder = Callable[[Callable[[str, bytes], bool]], "list[FileSummary]"]
+# vLLM's OpenAI front ends (OpenAIServingChat, OpenAIServingCompletion, ...): a request made through one
+# runs on the engine it was built over.
+FRONT_END_PREFIX = "OpenAIServing"
+# Bytes a file sending generation requests holds: a request method called, or a generation route.
+REQUEST_WORDS = (
+    b".generate(",
+    b".chat(",
+    b"create_chat_completion",
+    b"create_completion",
+    b"/generate",
+    b"/completions",
+)
+# Rounds of looking for the bases and subclasses of a class in files not parsed yet.
+HIERARCHY_ROUNDS = 3
+
+
+def sends_only_text(
+    project: ProjectIndex,
+    file: FileSummary,
+    function: FunctionSummary,
+    event: ResetEvent,
+    evidence: Sequence[Evidence],
+    find: Finder,
+) -> bool:
+    """Whether the code holding `event` (a reset, pause or sleep in `function` of `file`) shows that
+    the engine or server it acts on gets only text, in a project that shows multimodal input
+    (`evidence`) elsewhere."""
+    shown = {found.path for found in evidence}
+    if file.path in shown:
+        return False
+    scope = Scope.around(project, file, function)
+    if not _text_only(scope, event, shown, file.path, find):
+        return False
+    wider = scope.with_unparsed_relatives(find)
+    return wider is scope or _text_only(wider, event, shown, file.path, find)
+
+
+def _text_only(scope: Scope, event: ResetEvent, shown: set[str], path: str, find: Finder) -> bool:
+    if any(summary.path in shown for summary, _ in scope.classes):
+        return False
+    own = scope.requests_to(event)
+    if own:
+        return not any(request.forwarded for request in own)
+    folder = path.rpartition("/")[0]
+    if any(other.rpartition("/")[0] == folder for other in shown):
+        return False
+
+    def in_folder(other: str, raw: bytes) -> bool:
+        return other.rpartition("/")[0] == folder and any(word in raw for word in REQUEST_WORDS)
+
+    nearby = [
+        request
+        for summary in find(in_folder)
+        for member in summary.functions
+        for request in member.requests
+        if not request.chain or request.receiver_class or request.target.startswith("create_")
+    ]
+    return bool(nearby) and not any(request.forwarded for request in nearby)
+
+
+@dataclass(frozen=True)
+class Scope:
+    """The code holding a finding: classes (with their files), or one function outside a class."""
+
+    classes: tuple[tuple[FileSummary, ClassSummary], ...]
+    function: tuple[FileSummary, FunctionSummary] | None = None
+
+    @classmethod
+    def around(cls, project: ProjectIndex, file: FileSummary, function: FunctionSummary) -> Scope:
+        own = file.class_named(function.cls) if function.cls else None
+        if own is None:
+            return cls((), (file, function))
+        related = {*project.base_classes(own.name), *(sub.name for _, sub in project.subclasses(own.name))}
+        found = [pair for name in sorted(related) for pair in project.classes_by_name.get(name, [])]
+        return cls(_unique([(file, own), *found]))
+
+    def members(self) -> Iterable[tuple[FileSummary, FunctionSummary]]:
+        if self.function is not None:
+            yield self.function
+        for summary, cls in self.classes:
+            for member in summary.functions:
+                if member.qualname.startswith(f"{cls.name}."):
+                    yield summary, member
+
+    def requests_to(self, event: ResetEvent) -> list[Request]:
+        """The requests of the scope sent to the engine or server `event` acts on."""
+        requests = [request for _, member in self.members() for request in member.requests]
+        if event.via == "http":
+            return [request for request in requests if not request.chain]
+        if not event.chain:
+            return []
+        engine = _engine(event.chain)
+        front_ends = {
+            name for _, cls in self.classes for name, origin in cls.attributes.items() if _is_front_end(origin)
+        }
+
+        def same_engine(chain: list[str]) -> bool:
+            return _engine(chain) == engine or (len(chain) > 1 and chain[0] == "self" and chain[1] in front_ends)
+
+        return [request for request in requests if request.chain and same_engine(request.chain)]
+
+    def with_unparsed_relatives(self, find: Finder) -> Scope:
+        """The scope with the bases and subclasses of its classes declared in any project file."""
+        classes = list(self.classes)
+        for _ in range(HIERARCHY_ROUNDS):
+            names = {cls.name for _, cls in classes}
+            bases = {base.rsplit(".", 1)[-1] for _, cls in classes for base in cls.bases} - names
+            if not bases and not names:
+                break
+            found = [
+                (summary, cls)
+                for summary in find(_declaring(bases, names))
+                for cls in summary.classes
+                if cls.name in bases or names.intersection(base.rsplit(".", 1)[-1] for base in cls.bases)
+            ]
+            added = _unique([*classes, *found])
+            if len(added) == len(classes):
+                break
+            classes = list(added)
+        return self if len(classes) == len(self.classes) else Scope(tuple(classes), self.function)
+
+
+def _declaring(bases: set[str], names: set[str]) -> Callable[[str, bytes], bool]:
+    """A test of a file's bytes: whether it holds a `class` statement declaring one of `bases`, or a
+    subclass of one of `names`."""
+    alternatives = []
+    if bases:
+        alternatives.append(rb"(?:" + b"|".join(re.escape(n.encode()) for n in sorted(bases)) + rb")\b")
+    if names:
+        alternatives.append(rb"\w+\s*\([^)]*\b(?:" + b"|".join(re.escape(n.encode()) for n in sorted(names)) + rb")\b")
+    declaration = re.compile(rb"\bclass\s+(?:" + b"|".join(alternatives) + rb")")
+    words = [name.encode() for name in bases | names]
+
+    def declares(_: str, raw: bytes) -> bool:
+        return any(word in raw for word in words) and declaration.search(raw) is not None
+
+    return declares
+
+
+def _unique(
+    classes: Iterable[tuple[FileSummary, ClassSummary]],
+) -> tuple[tuple[FileSummary, ClassSummary], ...]:
+    return tuple({(summary.path, cls.name, cls.span.line): (summary, cls) for summary, cls in classes}.values())
+
+
+def _engine(chain: list[str]) -> list[str]:
+    """What a receiver names an engine by: `self.<attribute>`, or its first name."""
+    return chain[:2] if chain[0] in ("self", "cls") else chain[:1]
+
+
+def _is_front_end(origin: str) -> bool:
+    from cachelint import provenance
+
+    module, name = provenance.origin_class_name(origin)
+    return provenance.module_engine(module) == "vllm" and name.startswith(FRONT_END_PREFIX)

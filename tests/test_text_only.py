@@ -1,0 +1,245 @@
+"""Generation requests and the code that holds a multimodal rule's finding: a trainer, client or server
+whose own requests to its engine build text prompts keeps CL003 and CL004 quiet, in a project that
+sends images elsewhere; one that forwards what its callers built does not."""
+
+from __future__ import annotations
+
+import ast
+import json
+import shutil
+import textwrap
+from pathlib import Path
+
+import pytest
+from cli_runner import write_tree
+from fixture_cases import FIXTURES, Case, analyze_case
+
+from cachelint.summary import FileSummary
+from cachelint.summary.walk import summarize
+
+MIXED = FIXTURES / "CL004" / "text_only_client_beside_multimodal"
+
+
+def requests_of(source: str) -> list[tuple[str, str, bool]]:
+    """(function, target, forwarded) of every request the summary of `source` records."""
+    text = textwrap.dedent(source)
+    summary = summarize("module.py", text, ast.parse(text))
+    return [
+        (function.qualname, request.target, request.forwarded)
+        for function in summary.functions
+        for request in function.requests
+    ]
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        (  # the prompt the caller passed, as it is: a passthrough
+            """
+            class Server:
+                async def generate(self, prompt, sampling_params, request_id):
+                    return self.engine.generate(prompt, sampling_params, request_id)
+            """,
+            [("Server.generate", "generate", True)],
+        ),
+        (  # token ids (annotated) in a prompt built here
+            """
+            class Server:
+                async def generate(self, prompt_ids: list[int], sampling_params, request_id: str):
+                    prompt = TokensPrompt(prompt_token_ids=prompt_ids)
+                    return self.engine.generate(prompt=prompt, sampling_params=sampling_params, request_id=request_id)
+            """,
+            [("Server.generate", "generate", False)],
+        ),
+        (  # the text read out of the caller's examples
+            """
+            class Trainer:
+                def rollout(self, examples):
+                    texts = [self.tokenizer.apply_chat_template(x["prompt"], tokenize=False) for x in examples]
+                    return self.llm.generate(texts[:: self.n], self.params)
+            """,
+            [("Trainer.rollout", "generate", False)],
+        ),
+        (  # the caller's examples themselves
+            """
+            class Trainer:
+                def rollout(self, examples):
+                    inputs = [example for example in examples]
+                    return self.llm.generate(inputs, self.params)
+            """,
+            [("Trainer.rollout", "generate", True)],
+        ),
+        (  # an OpenAI request read from the HTTP request, through a front end
+            """
+            class Server:
+                async def chat_completion(self, raw_request):
+                    request = ChatCompletionRequest(**await raw_request.json())
+                    return await self.serving_chat.create_chat_completion(request, raw_request)
+            """,
+            [("Server.chat_completion", "create_chat_completion", True)],
+        ),
+        (  # through a thread, with prompts built from token ids
+            """
+            class Engine:
+                async def generate(self, batch):
+                    ids = batch.get("prompt_token_ids")
+                    prompts = [TokensPrompt(prompt_token_ids=row) for row in ids]
+                    return await asyncio.to_thread(self.llm.generate, prompts=prompts, sampling_params=self.params)
+            """,
+            [("Engine.generate", "generate", False)],
+        ),
+        (  # a body built here, the caller's tokens in its text field, a model name annotated as text
+            """
+            class Worker:
+                async def score(self, prompt_ids, model: str):
+                    payload = {"model": model, "prompt": prompt_ids, "max_tokens": 1}
+                    return await self._post(self.url, "/v1/completions", payload)
+            """,
+            [("Worker.score", "/v1/completions", False)],
+        ),
+        (  # media of the caller's in a field of a body built here
+            """
+            class Client:
+                def generate(self, prompts, images):
+                    body = {"prompts": prompts, "images": images}
+                    return requests.post(f"{self.base_url}/generate/", json=body).json()
+            """,
+            [("Client.generate", "/generate/", True)],
+        ),
+        (  # ... or stored into it afterwards
+            """
+            class Client:
+                async def generate_one(self, token_ids: list[int], features=None):
+                    url = f"{self.proxy_url}/inference/v1/generate" if self.plain else f"{self.proxy_url}/x/generate"
+                    payload = {"token_ids": token_ids}
+                    if features:
+                        payload["features"] = features
+                    return await self._post(url, json=payload)
+            """,
+            [("Client.generate_one", "/generate", True)],
+        ),
+        (  # the caller's body, split from a wrapper by a helper
+            """
+            class Client:
+                async def chat_completion(self, request_payload):
+                    session_id, body = split_session(request_payload)
+                    url = f"{self.proxy_url}/v1/chat/completions"
+                    return await self._post(url, json=body)
+            """,
+            [("Client.chat_completion", "/v1/chat/completions", True)],
+        ),
+        (  # a closure posting its function's parameter, and a lambda's parameter
+            """
+            class Client:
+                def chat(self, messages):
+                    def send():
+                        return self.session.post(f"{self.base_url}/v1/chat/completions", json={"messages": messages})
+                    return send()
+
+                def run(self, pool):
+                    return pool.map(lambda prompt: self.llm.generate(prompt), self.queue)
+            """,
+            [
+                ("Client.chat.<locals>.send", "/v1/chat/completions", True),
+                ("Client.run", "generate", True),
+            ],
+        ),
+        (  # a route the module serves: requests come in from outside
+            """
+            @app.post("/v1/chat/completions")
+            async def chat(request: Request):
+                return await handle(request)
+            """,
+            [("<module>", "/v1/chat/completions", True)],
+        ),
+        (  # a route named in a label or a message is no request
+            """
+            async def turn(self, payload):
+                return await retry(lambda: post_json(payload), label="POST /v1/completions")
+            """,
+            [],
+        ),
+    ],
+    ids=[
+        "forwarded-prompt",
+        "token-prompt",
+        "text-from-examples",
+        "examples-whole",
+        "front-end-passthrough",
+        "to-thread",
+        "built-body",
+        "media-field",
+        "media-stored-later",
+        "split-body",
+        "closure-and-lambda",
+        "served-route",
+        "label",
+    ],
+)
+def test_requests_and_what_they_forward(source: str, expected: list[tuple[str, str, bool]]) -> None:
+    assert requests_of(source) == expected
+
+
+def test_a_file_without_request_words_records_none() -> None:
+    source = """
+    class Server:
+        async def run(self, prompt):
+            return self.engine.add_request(prompt)
+    """
+    assert requests_of(source) == []
+
+
+def test_requests_survive_the_cache() -> None:
+    text = textwrap.dedent(
+        """
+        class Server:
+            def generate(self, prompt):
+                return self.llm.generate(prompt)
+        """
+    )
+    summary = summarize("m.py", text, ast.parse(text))
+    again = FileSummary.from_json(json.loads(summary.encode()))
+    assert again.functions == summary.functions
+    assert again.functions[1].requests[0].chain == ["self", "llm"]
+
+
+# ---------------------------------------------------------------- the code that decides
+
+
+def flagged(project: Path) -> list[tuple[str, str]]:
+    analysis = analyze_case(Case("CL004", project))
+    return sorted((finding.path, finding.code) for finding in analysis.findings)
+
+
+def test_a_subclass_sending_images_from_a_file_not_parsed_keeps_the_base_flagged(tmp_path: Path) -> None:
+    """rollout/vision.py holds no trigger word, so the run does not parse it for the rules; its class
+    statement is found before the base's text-only requests decide."""
+    project = tmp_path / "mixed"
+    shutil.copytree(MIXED, project, ignore=shutil.ignore_patterns("*.fixed"))
+    assert ("mixed_rl/rollout/base.py", "CL004") in flagged(project)
+    (project / "mixed_rl/rollout/vision.py").unlink()
+    assert ("mixed_rl/rollout/base.py", "CL004") not in flagged(project)
+
+
+def test_a_passthrough_in_the_folder_keeps_a_client_that_sends_nothing_flagged(tmp_path: Path) -> None:
+    project = tmp_path / "mixed"
+    shutil.copytree(MIXED, project, ignore=shutil.ignore_patterns("*.fixed"))
+    assert ("mixed_rl/async_rl/client.py", "CL004") not in flagged(project)
+    write_tree(
+        project,
+        {
+            "mixed_rl/async_rl/chat_proxy.py": (
+                "import requests\n\n\n"
+                "def forward(base_url, body):\n"
+                '    return requests.post(f"{base_url}/v1/chat/completions", json=body).json()\n'
+            )
+        },
+    )
+    assert ("mixed_rl/async_rl/client.py", "CL004") in flagged(project)
+
+
+def test_evidence_in_the_folder_keeps_a_client_that_sends_nothing_flagged(tmp_path: Path) -> None:
+    project = tmp_path / "mixed"
+    shutil.copytree(MIXED, project, ignore=shutil.ignore_patterns("*.fixed"))
+    write_tree(project, {"mixed_rl/async_rl/limits.py": 'LIMITS = {"limit_mm_per_prompt": {"image": 1}}\n'})
+    assert ("mixed_rl/async_rl/client.py", "CL004") in flagged(project)
