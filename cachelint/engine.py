@@ -517,7 +517,7 @@ class Analyzer:
                 self._remember(loaded)
             if record.multimodal:
                 word, line = record.multimodal
-                found.append(Evidence(loaded.display, int(line), str(word)))
+                found.append(Evidence(loaded.display, int(line), str(word), self._defined(loaded)))
         return tuple(found)
 
     def summaries_where(self, holds: Callable[[str, bytes], bool]) -> list[FileSummary]:

@@ -39,6 +39,7 @@ class Evidence:
     path: str
     line: int
     word: str
+    defines: frozenset[str] = frozenset()  # the names the file defines (`def name`)
 
     @property
     def note(self) -> str:

@@ -10,7 +10,8 @@ the code holding it shows that its own engine gets no images:
   OpenAI front end the classes build (`OpenAIServingChat(...)`, built over an engine), and, for a post
   to a server's route, its posts to generation routes. When there are some, they decide: text only
   when none forwards a prompt its caller built (a passthrough may carry images the code never shows)
-  and no file of the classes shows multimodal input.
+  or builds it with a function defined in a file that shows multimodal input, and no file of the
+  classes shows multimodal input.
 - When there are none (a sharding manager, a weight-sync helper, a client whose server another module
   feeds), the files of the same folder decide the same way, from their requests to vLLM (posts to
   generation routes, calls on receivers known to be vLLM engines or front ends), when they send some
@@ -62,22 +63,27 @@ def sends_only_text(
     """Whether the code holding `event` (a reset, pause or sleep in `function` of `file`) shows that
     the engine or server it acts on gets only text, in a project that shows multimodal input
     (`evidence`) elsewhere."""
-    shown = {found.path for found in evidence}
-    if file.path in shown:
+    if any(found.path == file.path for found in evidence):
         return False
     scope = Scope.around(project, file, function)
-    if not _text_only(scope, event, shown, file.path, find):
+    if not _text_only(scope, event, evidence, file.path, find):
         return False
     wider = scope.with_unparsed_relatives(find)
-    return wider is scope or _text_only(wider, event, shown, file.path, find)
+    return wider is scope or _text_only(wider, event, evidence, file.path, find)
 
 
-def _text_only(scope: Scope, event: ResetEvent, shown: set[str], path: str, find: Finder) -> bool:
+def _text_only(scope: Scope, event: ResetEvent, evidence: Sequence[Evidence], path: str, find: Finder) -> bool:
+    shown = {found.path for found in evidence}
     if any(summary.path in shown for summary, _ in scope.classes):
         return False
+    media_helpers = frozenset().union(*(found.defines for found in evidence))
+
+    def builds_text(request: Request) -> bool:
+        return not request.forwarded and media_helpers.isdisjoint(request.helpers)
+
     own = scope.requests_to(event)
     if own:
-        return not any(request.forwarded for request in own)
+        return all(builds_text(request) for request in own)
     folder = path.rpartition("/")[0]
     if any(other.rpartition("/")[0] == folder for other in shown):
         return False
@@ -92,7 +98,7 @@ def _text_only(scope: Scope, event: ResetEvent, shown: set[str], path: str, find
         for request in member.requests
         if not request.chain or request.receiver_class or request.target.startswith("create_")
     ]
-    return bool(nearby) and not any(request.forwarded for request in nearby)
+    return bool(nearby) and all(builds_text(request) for request in nearby)
 
 
 @dataclass(frozen=True)

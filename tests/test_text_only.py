@@ -243,3 +243,36 @@ def test_evidence_in_the_folder_keeps_a_client_that_sends_nothing_flagged(tmp_pa
     shutil.copytree(MIXED, project, ignore=shutil.ignore_patterns("*.fixed"))
     write_tree(project, {"mixed_rl/async_rl/limits.py": 'LIMITS = {"limit_mm_per_prompt": {"image": 1}}\n'})
     assert ("mixed_rl/async_rl/client.py", "CL004") in flagged(project)
+
+
+HELPER_PROJECT = {
+    "pyproject.toml": '[project]\nname = "helper-rl"\nversion = "0.1.0"\ndependencies = ["vllm>=0.20,<0.22"]\n',
+    "helper_rl/__init__.py": "",
+    "helper_rl/inputs.py": (
+        "def build_inputs(rows):\n"
+        '    return [{"prompt": row["prompt"], "multi_modal_data": {"image": row["image"]}} for row in rows]\n'
+    ),
+    "helper_rl/text.py": 'def build_texts(rows):\n    return [row["prompt"] for row in rows]\n',
+    "helper_rl/trainer.py": (
+        "from vllm import LLM\n\n"
+        "from helper_rl.inputs import build_inputs\n"
+        "from helper_rl.text import build_texts\n\n\n"
+        "class Trainer:\n"
+        "    def __init__(self, model: str):\n"
+        "        self.llm = LLM(model=model, enable_sleep_mode=True)\n\n"
+        "    def rollout(self):\n"
+        "        outputs = self.llm.generate(BUILD(self.rows))\n"
+        "        self.llm.sleep(level=1)\n"
+        "        return outputs\n"
+    ),
+}
+
+
+@pytest.mark.parametrize(("helper", "reported"), [("build_inputs", True), ("build_texts", False)])
+def test_a_prompt_built_by_a_function_of_a_multimodal_file_keeps_the_finding(
+    tmp_path: Path, helper: str, reported: bool
+) -> None:
+    files = dict(HELPER_PROJECT)
+    files["helper_rl/trainer.py"] = files["helper_rl/trainer.py"].replace("BUILD", helper)
+    project = write_tree(tmp_path / "helper", files)
+    assert (("helper_rl/trainer.py", "CL004") in flagged(project)) is reported

@@ -150,6 +150,9 @@ class Request:
     # the function forwards what its callers built, which the summary cannot see.
     forwarded: bool
     receiver_class: str = ""  # an EngineClass value when the receiver is a known vLLM object
+    # The module functions (called by name, or on an imported module) its prompt is built from: one
+    # defined where multimodal input shows may put media in it.
+    helpers: list[str] = field(default_factory=list)
 
 
 @dataclass

@@ -114,8 +114,8 @@ class Requests(Calls):
         prompts += [k.value for k in keywords if k.arg in PROMPT_KEYWORDS or k.arg is None]
         prompts += [arg.value for arg in args if isinstance(arg, ast.Starred)]
         tokens = any(k.arg == "prompt_token_ids" for k in keywords)
-        forwarded = not (prompts or tokens) or any(self.forwarded(prompt) for prompt in prompts)
-        self._record(Request(method.attr, self.chain(method.value), node.lineno, forwarded))
+        forwarded, helpers = self.forwarded(prompts) if prompts or tokens else (True, [])
+        self._record(Request(method.attr, self.chain(method.value), node.lineno, forwarded, helpers=helpers))
 
     def _note_post(self, node: ast.Call) -> None:
         """A call given the URL of a generation route (`post(url, json=body)`, `_post(base, "/v1/completions",
@@ -128,7 +128,8 @@ class Requests(Calls):
         body = next((k.value for k in node.keywords if k.arg in BODY_KEYWORDS), None)
         if body is None and 0 <= at < len(node.args) - 1:
             body = node.args[at + 1]
-        self._record(Request(route, [], node.lineno, body is None or self.forwarded(body)))
+        forwarded, helpers = self.forwarded([body]) if body is not None else (True, [])
+        self._record(Request(route, [], node.lineno, forwarded, helpers=helpers))
 
     def _route(self, url: ast.expr) -> str:
         values = [value for _, value in self._assigned(url.id)] if isinstance(url, ast.Name) else [url]
@@ -147,9 +148,13 @@ class Requests(Calls):
 
     # -- forwarding -----------------------------------------------------------------------------------
 
-    def forwarded(self, node: ast.expr) -> bool:
-        """Whether the value of `node` comes from the function's parameters in a part that may hold media."""
-        return _Forwarding(self).of(node, frozenset())
+    def forwarded(self, nodes: list[ast.expr]) -> tuple[bool, list[str]]:
+        """Whether the value of one of `nodes` comes from the function's parameters in a part that may
+        hold media; else the module functions whose results they are built from."""
+        forwarding = _Forwarding(self)
+        if any(forwarding.of(node, frozenset()) for node in nodes):
+            return True, []
+        return False, sorted(forwarding.helpers)
 
     def _assigned(self, name: str) -> list[tuple[str, ast.expr]]:
         for frame in reversed(self.frames):
@@ -165,6 +170,19 @@ class _Forwarding:
         self.walk = walk
         self.names: dict[str, bool] = {}
         self.following: set[str] = set()  # names being worked out: assignments can loop
+        self.helpers: set[str] = set()  # functions whose results the value is built from
+
+    def helper(self, func: ast.expr) -> str:
+        """The function a call runs when it is a module's (`build(...)`, `utils.build(...)`), else ""."""
+        if isinstance(func, ast.Name):
+            return func.id
+        if (
+            isinstance(func, ast.Attribute)
+            and isinstance(func.value, ast.Name)
+            and func.value.id in self.walk.summary.imports
+        ):
+            return func.attr
+        return ""
 
     def of(self, node: ast.expr, local: frozenset[str]) -> bool:
         """`local`: the comprehension variables around `node` that come from a parameter."""
@@ -180,6 +198,9 @@ class _Forwarding:
             func = node.func
             if isinstance(func, ast.Attribute) and self.of(func.value, local):
                 return True
+            helper = self.helper(func)
+            if helper:
+                self.helpers.add(helper)
             return any(self.of(arg, local) for arg in node.args) or any(
                 self.of(k.value, local) for k in node.keywords if k.arg not in TEXT_FIELDS
             )
