@@ -5,10 +5,12 @@ trainer and only text from another (TRL's GRPO and RLOO). A multimodal rule's fi
 the code holding it shows that its own engine gets no images:
 
 - The code is the class of the function (with its bases and subclasses in the project), or the function
-  alone outside a class. Its requests to the same engine (cachelint.summary.requests) are those on the
-  same receiver (`self.llm.generate(...)` for `self.llm.reset_prefix_cache()`), those through a vLLM
-  OpenAI front end the classes build (`OpenAIServingChat(...)`, built over an engine), and, for a post
-  to a server's route, its posts to generation routes. When there are some, they decide: text only
+  alone outside a class. When it built the engine (`self.llm = LLM(...)`), its requests to it
+  (cachelint.summary.requests) are those on the same receiver (`self.llm.generate(...)` for
+  `self.llm.reset_prefix_cache()`) and those through a vLLM OpenAI front end the classes build
+  (`OpenAIServingChat(...)`, built over an engine); for a post to a server's route, its posts to
+  generation routes. An engine handed in or reached through another object may serve other code too:
+  the code's own requests do not decide for it. When there are some, they decide: text only
   when none forwards a prompt its caller built (a passthrough may carry images the code never shows)
   or builds it with a function defined in a file that shows multimodal input, and no file of the
   classes shows multimodal input.
@@ -103,19 +105,25 @@ def _text_only(scope: Scope, event: ResetEvent, evidence: Sequence[Evidence], pa
 
 @dataclass(frozen=True)
 class Scope:
-    """The code holding a finding: classes (with their files), or one function outside a class."""
+    """The code holding a finding: classes (with their files), or one function outside a class. Of
+    the classes, `ancestors` and `descendants` name those above and below the finding's own class (each
+    holds it too); a sibling shares no instance with it and is not part of the scope."""
 
     classes: tuple[tuple[FileSummary, ClassSummary], ...]
     function: tuple[FileSummary, FunctionSummary] | None = None
+    ancestors: frozenset[str] = frozenset()
+    descendants: frozenset[str] = frozenset()
 
     @classmethod
     def around(cls, project: ProjectIndex, file: FileSummary, function: FunctionSummary) -> Scope:
         own = file.class_named(function.cls) if function.cls else None
         if own is None:
             return cls((), (file, function))
-        related = {*project.base_classes(own.name), *(sub.name for _, sub in project.subclasses(own.name))}
-        found = [pair for name in sorted(related) for pair in project.classes_by_name.get(name, [])]
-        return cls(_unique([(file, own), *found]))
+        ancestors = frozenset({own.name, *project.base_classes(own.name)})
+        descendants = frozenset({own.name, *(sub.name for _, sub in project.subclasses(own.name))})
+        related = sorted((ancestors | descendants) - {own.name})
+        found = [pair for name in related for pair in project.classes_by_name.get(name, [])]
+        return cls(_unique([(file, own), *found]), None, ancestors, descendants)
 
     def members(self) -> Iterable[tuple[FileSummary, FunctionSummary]]:
         if self.function is not None:
@@ -126,11 +134,13 @@ class Scope:
                     yield summary, member
 
     def requests_to(self, event: ResetEvent) -> list[Request]:
-        """The requests of the scope sent to the engine or server `event` acts on."""
+        """The requests of the scope sent to the engine or server `event` acts on; none when the scope
+        did not build that engine (handed in, or reached through another object, it may serve other
+        code too)."""
         requests = [request for _, member in self.members() for request in member.requests]
         if event.via == "http":
             return [request for request in requests if not request.chain]
-        if not event.chain:
+        if not event.chain or not self.builds(event.chain):
             return []
         engine = _engine(event.chain)
         front_ends = {
@@ -142,25 +152,42 @@ class Scope:
 
         return [request for request in requests if request.chain and same_engine(request.chain)]
 
+    def builds(self, chain: list[str]) -> bool:
+        """Whether the engine a receiver names is built by the scope: `self.<attribute>` assigned a
+        constructor's result (`LLM(...)`, `AsyncLLM.from_vllm_config(...)`, a client class) in one of
+        its classes, or, outside a class, a name the function assigns one."""
+        if len(chain) > 1 and chain[0] == "self":
+            return any(cls.attributes.get(chain[1], "").startswith("call:") for _, cls in self.classes)
+        if self.function is not None and len(chain) == 1:
+            return self.function[1].bindings.get(chain[0], "").startswith("call:")
+        return False
+
     def with_unparsed_relatives(self, find: Finder) -> Scope:
-        """The scope with the bases and subclasses of its classes declared in any project file."""
-        classes = list(self.classes)
+        """The scope with the bases and subclasses of its own class declared in any project file."""
+        classes, ancestors, descendants = list(self.classes), set(self.ancestors), set(self.descendants)
         for _ in range(HIERARCHY_ROUNDS):
-            names = {cls.name for _, cls in classes}
-            bases = {base.rsplit(".", 1)[-1] for _, cls in classes for base in cls.bases} - names
-            if not bases and not names:
+            bases = {_last(base) for _, cls in classes if cls.name in ancestors for base in cls.bases} - ancestors
+            if not bases and not descendants:
                 break
             found = [
                 (summary, cls)
-                for summary in find(_declaring(bases, names))
+                for summary in find(_declaring(bases, descendants))
                 for cls in summary.classes
-                if cls.name in bases or names.intersection(base.rsplit(".", 1)[-1] for base in cls.bases)
+                if cls.name in bases or descendants.intersection(_last(base) for base in cls.bases)
             ]
+            ancestors.update(cls.name for _, cls in found if cls.name in bases)
+            descendants.update(cls.name for _, cls in found if cls.name not in bases)
             added = _unique([*classes, *found])
             if len(added) == len(classes):
                 break
             classes = list(added)
-        return self if len(classes) == len(self.classes) else Scope(tuple(classes), self.function)
+        if len(classes) == len(self.classes):
+            return self
+        return Scope(tuple(classes), self.function, frozenset(ancestors), frozenset(descendants))
+
+
+def _last(dotted: str) -> str:
+    return dotted.rsplit(".", 1)[-1]
 
 
 def _declaring(bases: set[str], names: set[str]) -> Callable[[str, bytes], bool]:

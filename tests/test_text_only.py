@@ -276,3 +276,81 @@ def test_a_prompt_built_by_a_function_of_a_multimodal_file_keeps_the_finding(
     files["helper_rl/trainer.py"] = files["helper_rl/trainer.py"].replace("BUILD", helper)
     project = write_tree(tmp_path / "helper", files)
     assert (("helper_rl/trainer.py", "CL004") in flagged(project)) is reported
+
+
+SHARED_ENGINE_PROJECT = {
+    "pyproject.toml": '[project]\nname = "shared-rl"\nversion = "0.1.0"\ndependencies = ["vllm>=0.20,<0.22"]\n',
+    "shared_rl/__init__.py": "",
+    "shared_rl/generation.py": (
+        "from vllm import LLM\n\n\n"
+        "class Generation:\n"
+        "    def __init__(self, model: str):\n"
+        "        self.llm = LLM(model=model, enable_sleep_mode=True)\n\n"
+        "    def generate(self, rows):\n"
+        '        prompts = [{"prompt": row["prompt"], "multi_modal_data": {"image": row["image"]}} for row in rows]\n'
+        "        return self.llm.generate(prompts)\n"
+    ),
+    "shared_rl/rollouts.py": (
+        '"""Custom rollouts on the trainer\'s engine, which also gets the image prompts of generation.py."""\n\n'
+        "from vllm import SamplingParams\n\n\n"
+        "def generate_text(trainer, rows):\n"
+        '    outputs = trainer.generation.llm.generate([row["prompt"] for row in rows], SamplingParams())\n'
+        "    trainer.generation.llm.sleep(level=1)\n"
+        "    return outputs\n"
+    ),
+}
+
+
+def test_an_engine_reached_through_another_object_is_not_judged_by_the_codes_own_requests(tmp_path: Path) -> None:
+    """The helper's own request is text, but the engine belongs to another object whose requests carry
+    images: its sleep still desyncs their processor cache."""
+    project = write_tree(tmp_path / "shared", SHARED_ENGINE_PROJECT)
+    assert ("shared_rl/rollouts.py", "CL004") in flagged(project)
+
+
+SIBLINGS_PROJECT = {
+    "pyproject.toml": '[project]\nname = "sib-rl"\nversion = "0.1.0"\ndependencies = ["vllm>=0.20,<0.22"]\n',
+    "sib_rl/__init__.py": "",
+    "sib_rl/base.py": (
+        "class ServerBase:\n"
+        "    async def generate(self, prompt_ids, params, request_id):\n"
+        "        raise NotImplementedError\n"
+    ),
+    "sib_rl/token_server.py": (
+        "from vllm.inputs import TokensPrompt\n"
+        "from vllm.v1.engine.async_llm import AsyncLLM\n\n"
+        "from sib_rl.base import ServerBase\n\n\n"
+        "class TokenServer(ServerBase):\n"
+        "    def __init__(self, config):\n"
+        "        self.engine = AsyncLLM.from_vllm_config(config)\n\n"
+        "    async def generate(self, prompt_ids: list[int], params, request_id: str):\n"
+        "        prompt = TokensPrompt(prompt_token_ids=prompt_ids)\n"
+        "        return [out async for out in self.engine.generate(prompt, params, request_id)]\n\n"
+        "    async def sleep(self) -> None:\n"
+        "        await self.engine.sleep(level=1)\n"
+    ),
+    "sib_rl/other_server.py": (
+        '"""A sibling: another subclass of the base, with an engine of its own that forwards prompts."""\n\n'
+        "from sib_rl.base import ServerBase\n\n\n"
+        "class OtherServer(ServerBase):\n"
+        "    async def generate(self, prompt, params, request_id):\n"
+        "        return await self.engine.generate(prompt, params, request_id)\n"
+    ),
+    "sib_rl/vision.py": (
+        'def image_prompt(ids, image):\n    return {"prompt_token_ids": ids, "multi_modal_data": {"image": image}}\n'
+    ),
+}
+
+
+def test_a_sibling_class_is_not_part_of_the_scope(tmp_path: Path) -> None:
+    """OtherServer shares the base with TokenServer but no instance: its passthrough says nothing of
+    TokenServer's engine, which gets token prompts only."""
+    project = write_tree(tmp_path / "sib", SIBLINGS_PROJECT)
+    assert ("sib_rl/token_server.py", "CL004") not in flagged(project)
+    files = dict(SIBLINGS_PROJECT)
+    files["sib_rl/other_server.py"] = files["sib_rl/other_server.py"].replace("(ServerBase)", "(TokenServer)")
+    files["sib_rl/other_server.py"] = files["sib_rl/other_server.py"].replace(
+        "from sib_rl.base import ServerBase", "from sib_rl.token_server import TokenServer"
+    )
+    project = write_tree(tmp_path / "sub", files)
+    assert ("sib_rl/token_server.py", "CL004") in flagged(project)

@@ -250,14 +250,15 @@ class _Forwarding:
         return any(self.of(element, frozenset(inner)) for element in elements)
 
 
-# Annotations of values that hold no media: text, numbers, and lists or unions of them.
-_PLAIN_TYPES = frozenset({"str", "int", "float", "bool", "bytes", "None", "list", "List", "tuple", "Tuple"})
-_PLAIN_WRAPPERS = frozenset({"Optional", "Union", "Sequence", "typing"})
+# Annotations of values that hold no media: a string or a number (or None). Not a list of them: a
+# `prompts: list[str]` handed to `chat()` is a list of messages, whatever the annotation says.
+_PLAIN_TYPES = frozenset({"str", "int", "float", "bool", "bytes", "None"})
+_PLAIN_WRAPPERS = frozenset({"Optional", "Union", "typing"})
 
 
 def parameter_names(arguments: ast.arguments) -> frozenset[str]:
     """The names a function's callers give values that may hold media to: not `self` and `cls`, nor
-    those annotated as text or numbers (`prompt_ids: list[int]`)."""
+    those annotated as a string or a number (`model: str`)."""
     names = [
         arg.arg
         for arg in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs, arguments.vararg, arguments.kwarg)
@@ -267,7 +268,7 @@ def parameter_names(arguments: ast.arguments) -> frozenset[str]:
 
 
 def _plain(annotation: ast.expr) -> bool:
-    """Whether an annotation names text or numbers only (`str`, `list[int]`, `Optional[str]`)."""
+    """Whether an annotation names a string or a number only (`str`, `int | None`, `Optional[str]`)."""
     if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
         try:
             annotation = ast.parse(annotation.value, mode="eval").body
