@@ -36,8 +36,12 @@ if TYPE_CHECKING:
     from cachelint.project import ProjectIndex
     from cachelint.summary import ClassSummary, FileSummary, FunctionSummary, Request, ResetEvent
 
-# The summaries of the project's files whose shown path and bytes a test accepts, parsed on demand.
-Finder = Callable[[Callable[[str, bytes], bool]], "list[FileSummary]"]
+# A test of a project file, by its shown path and its bytes.
+FileTest = Callable[[str, bytes], bool]
+# The summaries of the project's files a test accepts, parsed on demand; `OnceFinder` answers each
+# question (a key) once per run.
+Finder = Callable[[FileTest], "list[FileSummary]"]
+OnceFinder = Callable[[str, FileTest], "list[FileSummary]"]
 # vLLM's OpenAI front ends (OpenAIServingChat, OpenAIServingCompletion, ...): a request made through one
 # runs on the engine it was built over.
 FRONT_END_PREFIX = "OpenAIServing"
@@ -67,14 +71,19 @@ def sends_only_text(
     (`evidence`) elsewhere."""
     if any(found.path == file.path for found in evidence):
         return False
+
+    def find_once(key: str, holds: FileTest) -> list[FileSummary]:
+        """`find`, once per run for each question (several findings ask the same)."""
+        return project.memoized(f"text_only:{key}", lambda: find(holds))
+
     scope = Scope.around(project, file, function)
-    if not _text_only(scope, event, evidence, file.path, find):
+    if not _text_only(scope, event, evidence, file.path, find_once):
         return False
-    wider = scope.with_unparsed_relatives(find)
-    return wider is scope or _text_only(wider, event, evidence, file.path, find)
+    wider = scope.with_unparsed_relatives(find_once)
+    return wider is scope or _text_only(wider, event, evidence, file.path, find_once)
 
 
-def _text_only(scope: Scope, event: ResetEvent, evidence: Sequence[Evidence], path: str, find: Finder) -> bool:
+def _text_only(scope: Scope, event: ResetEvent, evidence: Sequence[Evidence], path: str, find: OnceFinder) -> bool:
     shown = {found.path for found in evidence}
     if any(summary.path in shown for summary, _ in scope.classes):
         return False
@@ -95,7 +104,7 @@ def _text_only(scope: Scope, event: ResetEvent, evidence: Sequence[Evidence], pa
 
     nearby = [
         request
-        for summary in find(in_folder)
+        for summary in find(f"folder:{folder}", in_folder)
         for member in summary.functions
         for request in member.requests
         if not request.chain or request.receiver_class or request.target.startswith("create_")
@@ -162,7 +171,7 @@ class Scope:
             return self.function[1].bindings.get(chain[0], "").startswith("call:")
         return False
 
-    def with_unparsed_relatives(self, find: Finder) -> Scope:
+    def with_unparsed_relatives(self, find: OnceFinder) -> Scope:
         """The scope with the bases and subclasses of its own class declared in any project file."""
         classes, ancestors, descendants = list(self.classes), set(self.ancestors), set(self.descendants)
         for _ in range(HIERARCHY_ROUNDS):
@@ -171,7 +180,7 @@ class Scope:
                 break
             found = [
                 (summary, cls)
-                for summary in find(_declaring(bases, descendants))
+                for summary in find(f"classes:{sorted(bases)}:{sorted(descendants)}", _declaring(bases, descendants))
                 for cls in summary.classes
                 if cls.name in bases or descendants.intersection(_last(base) for base in cls.bases)
             ]
@@ -190,7 +199,7 @@ def _last(dotted: str) -> str:
     return dotted.rsplit(".", 1)[-1]
 
 
-def _declaring(bases: set[str], names: set[str]) -> Callable[[str, bytes], bool]:
+def _declaring(bases: set[str], names: set[str]) -> FileTest:
     """A test of a file's bytes: whether it holds a `class` statement declaring one of `bases`, or a
     subclass of one of `names`."""
     alternatives = []
