@@ -636,8 +636,20 @@ class Analyzer:
                 self._remember(loaded)
             if record.multimodal:
                 word, line = record.multimodal
-                found.append(Evidence(loaded.display, int(line), str(word)))
+                found.append(Evidence(loaded.display, int(line), str(word), self.defined_words(loaded)))
         return tuple(found)
+
+    def summaries_where(self, holds: Callable[[str, bytes], bool]) -> list[FileSummary]:
+        """The summaries of the project's files whose shown path and bytes `holds` accepts, parsing
+        those not summarized yet (cachelint.text_only asks for few: a folder's, a hierarchy's)."""
+        wanted = [
+            loaded
+            for loaded in self.loaded.values()
+            if loaded.error is None and loaded.record is not None and holds(loaded.display, loaded.raw)
+        ]
+        with collector_paused():
+            self._fulfil([(loaded, True) for loaded in wanted if loaded.summary is None], "on demand")
+        return [loaded.summary for loaded in wanted if loaded.summary is not None]
 
 
 # Every suppression directive holds one of these words, and every one that can be unused (CL100) these,
@@ -1107,7 +1119,9 @@ def _find(
         from cachelint.facts import load_facts
         from cachelint.rules import Context
 
-        context = Context(index, supported, settings, load_facts(), analyzer.multimodal_evidence)
+        context = Context(
+            index, supported, settings, load_facts(), analyzer.multimodal_evidence, analyzer.summaries_where
+        )
         for summary in summaries:
             findings.extend(run_rules(analyzer.rules, summary, context))
         analyzer.stats.ruled += len(summaries)

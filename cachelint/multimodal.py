@@ -15,6 +15,8 @@ files being checked) holds one of these, written as real frameworks hand media t
 Not evidence: `pixel_values` (trainers feed it to the policy model: TRL 0.19.1 has it and sends vLLM
 only text), `process_vision_info` and `{"type": "image"}` parts (Hugging Face chat-template shapes:
 unsloth uses them for training only, TRL's text-only RLOO names one in a comment).
+
+The evidence is project-wide; cachelint.text_only narrows it to the code that holds a finding.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ class Evidence:
     path: str
     line: int
     word: str
+    defines: frozenset[str] = frozenset()  # the names the file defines (`def name`)
 
     @property
     def note(self) -> str:

@@ -194,11 +194,27 @@ def run_entries(cache: Path) -> int:
     return int(count)
 
 
+WEIGHT_SYNC_SERVER = """\
+from vllm.v1.engine.async_llm import AsyncLLM
+
+
+class WeightSync:
+    def __init__(self, engine: AsyncLLM):
+        self.engine = engine
+
+    async def update_weights(self, meta: dict) -> None:
+        await self.engine.collective_rpc("update_weights_from_ipc", kwargs=meta)
+        await self.engine.reset_prefix_cache(reset_running_requests=True)
+"""
+
+
 def test_a_file_that_gains_or_loses_evidence_changes_the_findings(tmp_path: Path) -> None:
     """The evidence file is not a target (a pre-commit run on the server only): the run key, which
-    covers every project file's bytes, changes with it, so stored findings are not reused."""
+    covers every project file's bytes, changes with it, so stored findings are not reused. The server
+    sends no generation request itself (nor does its folder), so the project-wide evidence decides."""
     project = tmp_path / "token_rl"
     shutil.copytree(TEXT_ONLY_REFIT, project)
+    write_tree(project, {"token_rl/server.py": WEIGHT_SYNC_SERVER})
     cache = project / ".cache"
     target = ["token_rl/server.py"]
     assert run(project, cache, target) == []

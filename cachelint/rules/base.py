@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, ClassVar
 from cachelint.facts import Facts
 from cachelint.finding import ChainStep, Finding, Fix, Span
 from cachelint.multimodal import nearest
+from cachelint.text_only import sends_only_text
 
 if TYPE_CHECKING:
     from cachelint.config import Settings
@@ -18,6 +19,10 @@ if TYPE_CHECKING:
     from cachelint.project import ProjectIndex
     from cachelint.summary import FileSummary
     from cachelint.vllm_range import SupportedRange
+
+
+def _no_summaries(holds: Callable[[str, bytes], bool]) -> list[FileSummary]:
+    return []
 
 
 @dataclass(frozen=True)
@@ -39,26 +44,40 @@ class Context:
     # Where the files of the project show that it sends multimodal input to vLLM: looked for only when
     # a multimodal rule has something to report.
     multimodal_evidence: Callable[[], tuple[Evidence, ...]] = tuple
+    # The summaries of the project's files whose shown path and bytes a test accepts, parsed when asked
+    # for (cachelint.text_only looks for the requests of a folder and for classes of a hierarchy).
+    summaries_where: Callable[[Callable[[str, bytes], bool]], list[FileSummary]] = _no_summaries
 
-    def multimodal_notes(self, path: str) -> tuple[str, ...] | None:
-        """None when the multimodal rules (CL003, CL004) must stay silent: `multimodal = false`, or
-        "auto" with no evidence that the project sends multimodal input to vLLM; else the note their
-        findings in the file at `path` carry: the nearest evidence (none when the setting forces them on)."""
+    def multimodal_notes(self, file: FileSummary, finding: Finding | None = None) -> tuple[str, ...] | None:
+        """None when the multimodal rules (CL003, CL004) must stay silent on `finding` in `file`:
+        `multimodal = false`, or "auto" with no evidence that the project sends multimodal input to
+        vLLM, or evidence that the code holding the finding's reset, pause or sleep sends its engine
+        only text; else the note their findings in `file` carry: the nearest evidence (none when the
+        setting forces them on)."""
         setting = self.settings.multimodal
         if setting != "auto":
             return () if setting else None
         evidence = self.project.memoized("multimodal", self.multimodal_evidence)
-        return (nearest(evidence, path).note,) if evidence else None
+        if not evidence:
+            return None
+        function = file.function(finding.function) if finding is not None else None
+        if function is not None and finding is not None:
+            event = next((event for event in function.resets if event.span == finding.span), None)
+            if event is not None and sends_only_text(
+                self.project, file, function, event, evidence, self.summaries_where
+            ):
+                return None
+        return (nearest(evidence, file.path).note,)
 
 
-def multimodal_only(findings: Iterable[Finding], path: str, context: Context) -> Iterator[Finding]:
-    """The findings of a multimodal rule (CL003, CL004) in the file at `path`, each with the note that
-    says where the project sends multimodal input; none when the project is not checked for it."""
+def multimodal_only(findings: Iterable[Finding], file: FileSummary, context: Context) -> Iterator[Finding]:
+    """The findings of a multimodal rule (CL003, CL004) in `file`, each with the note that says where
+    the project sends multimodal input; none when the project is not checked for it, nor those whose
+    code sends its engine only text."""
     for finding in findings:
-        notes = context.multimodal_notes(path)
-        if notes is None:
-            return
-        yield dataclasses.replace(finding, notes=(*finding.notes, *notes))
+        notes = context.multimodal_notes(file, finding)
+        if notes is not None:
+            yield dataclasses.replace(finding, notes=(*finding.notes, *notes))
 
 
 class Rule(abc.ABC):

@@ -51,7 +51,7 @@ class RefitWithoutMmReset(Rule):
     )
 
     def check(self, file: FileSummary, context: Context) -> Iterator[Finding]:
-        return multimodal_only(self._findings(file, context), file.path, context)
+        return multimodal_only(self._findings(file, context), file, context)
 
     def _findings(self, file: FileSummary, context: Context) -> Iterator[Finding]:
         if not context.settings.multimodal:

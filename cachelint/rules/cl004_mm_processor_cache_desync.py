@@ -44,7 +44,7 @@ class MmProcessorCacheDesync(Rule):
     )
 
     def check(self, file: FileSummary, context: Context) -> Iterator[Finding]:
-        return multimodal_only(self._findings(file, context), file.path, context)
+        return multimodal_only(self._findings(file, context), file, context)
 
     def _findings(self, file: FileSummary, context: Context) -> Iterator[Finding]:
         if not context.settings.multimodal or not context.supported.intersects(DESYNC_FROM, DESYNC_FIXED):

@@ -23,6 +23,7 @@ from cachelint.summary.model import (
     FunctionSummary,
     Gate,
     HasattrProbe,
+    Request,
     ResetEvent,
     Workaround,
 )
@@ -39,6 +40,7 @@ __all__ = [
     "FunctionSummary",
     "Gate",
     "HasattrProbe",
+    "Request",
     "ResetEvent",
     "Workaround",
     "summarize",

@@ -139,6 +139,23 @@ class ArgumentUse:
 
 
 @dataclass
+class Request:
+    """A generation request: a call of a generation method (`generate`, `chat`, a vLLM OpenAI front
+    end's `create_chat_completion`, ...) or a post to a generation route (`/v1/chat/completions`)."""
+
+    target: str  # the method called, or the route posted to
+    chain: list[str]  # the receiver of a method call; [] for a post
+    line: int
+    # Its prompt (or body) comes from the function's parameters, whole or in a part that may hold media:
+    # the function forwards what its callers built, which the summary cannot see.
+    forwarded: bool
+    receiver_class: str = ""  # an EngineClass value when the receiver is a known vLLM object
+    # The module functions (called by name, or on an imported module) its prompt is built from: one
+    # defined where multimodal input shows may put media in it.
+    helpers: list[str] = field(default_factory=list)
+
+
+@dataclass
 class FunctionSummary:
     name: str
     qualname: str
@@ -153,6 +170,7 @@ class FunctionSummary:
     # Local names (parameters included) and how they were bound, as origins (see cachelint.provenance).
     bindings: dict[str, str] = field(default_factory=dict)
     end_line: int = 0  # the last line of the body
+    requests: list[Request] = field(default_factory=list)
 
 
 @dataclass
@@ -235,6 +253,7 @@ class FileSummary:
                     "resets": [event(e) for e in raw["resets"]],
                     "lifecycle": [event(e) for e in raw.get("lifecycle", [])],
                     "probes": [probe(h) for h in raw.get("probes", [])],
+                    "requests": [Request(**r) for r in raw.get("requests", [])],
                 }
             )
 

@@ -21,6 +21,7 @@ from cachelint.summary.model import (
     FunctionSummary,
     Gate,
     HasattrProbe,
+    Request,
     ResetEvent,
 )
 from cachelint.summary.positions import SourcePositions
@@ -53,7 +54,7 @@ _COMPATIBILITY_SHIM = getattr(ast.NodeVisitor, "visit_Constant", None)
 Condition = tuple[ast.expr, bool, str, "ast.If | ast.IfExp"]
 # A recorded item whose receiver is classified when the walk ends: the item, the binding scopes that
 # were open around it (innermost last) and the class it is in.
-Pending = tuple["ResetEvent | CallSite | HasattrProbe", list[dict[str, str]], "ClassSummary | None"]
+Pending = tuple["ResetEvent | CallSite | HasattrProbe | Request", list[dict[str, str]], "ClassSummary | None"]
 
 
 def _handler(visitor: type[ast.NodeVisitor], kind: type[ast.AST]) -> Callable[[Any, Any], Any] | None:
@@ -81,6 +82,11 @@ class Frame:
     stored_calls: dict[str, list[ResetEvent]] = field(default_factory=dict)
     handlers: list[str] = field(default_factory=list)  # enclosing try/except context, see compat_guards
     routes: dict[str, str] = field(default_factory=dict)  # locals holding a URL of a cache route -> method
+    # What each local name was assigned, as (field, value): field is "" for the name itself, else the
+    # key or attribute stored into (`payload["features"] = value`); read by the requests layer.
+    values: dict[str, list[tuple[str, ast.expr]]] = field(default_factory=dict)
+    arguments: ast.arguments | None = None  # the function's parameters
+    parameters: frozenset[str] | None = None  # those that may hold media, once the requests layer asked
 
 
 class Walker(ast.NodeVisitor):
@@ -175,7 +181,7 @@ class Walker(ast.NodeVisitor):
             leaves_block=isinstance(statement, (ast.Return, ast.Raise, ast.Break, ast.Continue)),
         )
 
-    def note_receiver(self, item: ResetEvent | CallSite | HasattrProbe) -> None:
+    def note_receiver(self, item: ResetEvent | CallSite | HasattrProbe | Request) -> None:
         """Classify the item's receiver when the walk ends, in the scopes open now."""
         current = self.classes[-1] if self.classes else None
         self.pending.append((item, [frame.function.bindings for frame in self.frames], current))
@@ -215,7 +221,7 @@ class Walker(ast.NodeVisitor):
         for default in (*arguments.defaults, *arguments.kw_defaults):
             if default is not None:
                 self.visit(default)
-        self.frames.append(Frame(function, self.frame.reader.copy()))
+        self.frames.append(Frame(function, self.frame.reader.copy(), arguments=node.args))
         self.visit_block(node.body)
         self.frames.pop()
 
