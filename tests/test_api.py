@@ -117,6 +117,7 @@ def test_user_code_type_checks_with_mypy_strict(tmp_path: Path) -> None:
         capture_output=True,
         text=True,
     )
+    assert run.returncode == 1, run.stdout + run.stderr
     errors = [line.split(": error: ", 1)[1] for line in run.stdout.splitlines() if ": error: " in line]
     assert [line.split(":")[0] for line in run.stdout.splitlines() if ": error: " in line] == ["misused.py"] * 2
     assert errors[0].startswith('Incompatible types in assignment (expression has type "CheckResult"')
