@@ -31,7 +31,7 @@ from cachelint.source import (
     parse_python,
     read_file,
 )
-from cachelint.vllm_range import SupportedRange
+from cachelint.vllm_range import SGLANG, SupportedRange
 
 if TYPE_CHECKING:  # the rest is imported when the findings are not in the cache
     from cachelint.project import ProjectIndex
@@ -58,6 +58,12 @@ TRIGGER_WORDS = (
     # engine coroutines with no cache effect (CL005): only judged on receivers built or annotated as these
     b"AsyncLLM",
     b"EngineClient",
+    # SGLang (CL201-CL204): its weight updates and flushes, and the modules that import or launch it
+    b"flush_cache",
+    b"update_weights_from_",
+    b"release_memory_occupation",
+    b"sglang",
+    b"SGLang",
 )
 
 
@@ -149,7 +155,14 @@ class Analysis:
 
     def range_warnings(self) -> list[str]:
         """What the user should know about the supported ranges that mattered in this run."""
-        found = (warning for p in self.projects if p.consulted for warning in p.supported.warnings(p.root))
+        found = (
+            warning
+            for p in self.projects
+            if p.consulted
+            for supported in (p.supported, p.sglang)
+            if supported is not None
+            for warning in supported.warnings(p.root)
+        )
         return list(dict.fromkeys(found))
 
     def range_of(self) -> dict[str, SupportedRange]:
@@ -302,7 +315,11 @@ class Analyzer:
         self._fulfil(wanted)
 
     def run_key(
-        self, targets: list[LoadedFile], project: list[LoadedFile], supported: SupportedRange, named: AbstractSet[str]
+        self,
+        targets: list[LoadedFile],
+        project: list[LoadedFile],
+        supported: tuple[SupportedRange, SupportedRange],
+        named: AbstractSet[str],
     ) -> str | None:
         """What the findings of this run depend on beyond settings and code: every file's path and
         bytes (and module name), which targets were named, the project root and the supported vLLM
@@ -311,7 +328,7 @@ class Analyzer:
             return None
         inputs = {
             "root": str(self._absolute_root),
-            "supported": [[str(version) for version in supported.releases], supported.source],
+            "supported": [[[str(version) for version in each.releases], each.source] for each in supported],
             "targets": [[loaded.display, loaded.cache_key] for loaded in targets],
             "named": sorted(named),
             "project": [[loaded.display, loaded.cache_key] for loaded in project],
@@ -504,6 +521,13 @@ class Analyzer:
             self._defined_sets[loaded.display] = frozenset(record.defined)
         return self._defined_sets[loaded.display]
 
+    def project_bytes(self) -> Iterator[tuple[str, bytes]]:
+        """Each readable file of the project (by its shown path, in order) with its bytes: for the
+        SGLang rules' searches, run only when one has something to report."""
+        for loaded in sorted(self.loaded.values(), key=lambda loaded: loaded.display):
+            if loaded.error is None:
+                yield loaded.display, loaded.raw
+
     def multimodal_evidence(self) -> tuple[Evidence, ...]:
         """Where the files of the project, by path, show that they send multimodal input to vLLM; what
         each file holds is kept in its record, so a warm run looks at no bytes."""
@@ -589,6 +613,18 @@ def resolve_range(settings: Settings, root: Path) -> SupportedRange:
         raise ConfigError(str(error)) from error
 
 
+def resolve_sglang_range(settings: Settings, root: Path) -> SupportedRange:
+    """The supported SGLang range of the project at `root`. Pins that match no SGLang release the facts
+    know give a range without releases (the SGLang rules that depend on releases then stay silent, and
+    a warning says why) rather than an error: a project's vLLM checks must not fail on its SGLang pins.
+    An empty `sglang` setting was refused when the configuration was read."""
+    folder = root.parent if root.is_file() else root
+    try:
+        return vllm_range.resolve_range(settings.sglang, settings.sglang_origin, folder, SGLANG)
+    except vllm_range.EmptyRangeError as error:
+        return SupportedRange((), "no known release", notes=(str(error),), dist=SGLANG)
+
+
 @dataclass
 class ProjectPlan:
     """One project of a run: its root, its settings and the files to check in it."""
@@ -611,6 +647,7 @@ class ProjectReport:
     supported: SupportedRange
     targets: tuple[str, ...]
     consulted: bool  # the whole project was checked, or some file to check could be flagged
+    sglang: SupportedRange | None = None  # the supported SGLang range, when the project uses SGLang
 
 
 def plan_projects(
@@ -740,6 +777,7 @@ def _analyze_project(
     root, settings, targets = plan.root, plan.settings, plan.targets
     folder = root.parent if root.is_file() else root
     supported = resolve_range(settings, root)
+    sglang = resolve_sglang_range(settings, root)
     if cache is None and use_cache:
         # A root that is not on disk (the folder of a --stdin-filename that does not exist) gets no cache.
         cache = Cache.for_run(settings, root.parent if root.is_file() else root)
@@ -752,11 +790,14 @@ def _analyze_project(
     if consulted:
         project_paths = analyzer.project_files(targets, walked=targets if whole and root.is_dir() else None)
         project = [analyzer.read(path) for path in project_paths]
-    run_key = analyzer.run_key(target_files, project, supported, named)
+    run_key = analyzer.run_key(target_files, project, (supported, sglang), named)
     findings = analyzer.stored_findings(run_key, progress)
     if findings is None:
-        findings = _find(analyzer, target_files, project, supported, named, progress)
+        findings = _find(analyzer, target_files, project, (supported, sglang), named, progress)
         analyzer.store_findings(run_key, findings)
+    from cachelint.provenance import imports_sglang
+
+    uses_sglang = not sglang.assumed or any(imports_sglang(loaded.raw) for loaded in analyzer.loaded.values())
     if cache is not None:
         cache.flush()
     with_findings = {finding.path for finding in findings}
@@ -774,7 +815,7 @@ def _analyze_project(
         root=folder,
         targets=shown,
         warnings=[cache.warning] if cache is not None and cache.warning else [],
-        projects=[ProjectReport(folder, supported, tuple(shown), consulted)],
+        projects=[ProjectReport(folder, supported, tuple(shown), consulted, sglang if uses_sglang else None)],
     )
 
 
@@ -797,7 +838,7 @@ def _find(
     analyzer: Analyzer,
     target_files: list[LoadedFile],
     project: list[LoadedFile],
-    supported: SupportedRange,
+    supported: tuple[SupportedRange, SupportedRange],
     named: AbstractSet[str],
     progress: Callable[[int, int], None] | None,
 ) -> list[Finding]:
@@ -811,10 +852,20 @@ def _find(
     clean = [loaded for loaded in target_files if loaded.error is None]
     summaries = [loaded.summary for loaded in clean if loaded.summary is not None]
     if summaries and index is not None:
-        from cachelint.facts import load_facts
+        from cachelint.facts import load_facts, load_sglang_facts
         from cachelint.rules import Context
 
-        context = Context(index, supported, settings, load_facts(), analyzer.multimodal_evidence)
+        vllm, sglang = supported
+        context = Context(
+            index,
+            vllm,
+            settings,
+            load_facts(),
+            analyzer.multimodal_evidence,
+            sglang=sglang,
+            sglang_facts=load_sglang_facts(),
+            project_bytes=analyzer.project_bytes,
+        )
         for summary in summaries:
             findings.extend(run_rules(analyzer.rules, summary, context))
     return apply_suppressions(findings, clean, settings, analyzer.root_folder)

@@ -13,7 +13,7 @@ FOUND = "tiny_rl/worker.py:4:9: CL001 "
 PASSED = "All checks passed!\n"
 KNOWN_KEYS = (
     "cache-dir, exclude, extend-exclude, extend-refit-functions, extend-select, ignore, multimodal, "
-    "output-format, per-file-ignores, refit-functions, select, version-helpers, vllm, worker-extension-classes"
+    "output-format, per-file-ignores, refit-functions, select, sglang, version-helpers, vllm, worker-extension-classes"
 )
 
 

@@ -77,6 +77,16 @@ def sarif_log(findings: Sequence[Finding], context: ReportContext) -> dict[str, 
                 {"projectRoot": artifact_location(str(root), context.root), **supported.to_json()}
                 for root, supported in context.projects
             ],
+            **(
+                {
+                    "supportedSglang": [
+                        {"projectRoot": artifact_location(str(root), context.root), **supported.to_json()}
+                        for root, supported in context.sglang_projects
+                    ]
+                }
+                if context.sglang_projects
+                else {}
+            ),
         },
     }
     return {"$schema": SCHEMA_URI, "version": "2.1.0", "runs": [run]}

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
-from cachelint.facts import Facts
+from cachelint.facts import Facts, load_sglang_facts
 from cachelint.finding import ChainStep, Finding, Fix, Span
 from cachelint.multimodal import nearest
 
@@ -39,6 +39,19 @@ class Context:
     # Where the files of the project show that it sends multimodal input to vLLM: looked for only when
     # a multimodal rule has something to report.
     multimodal_evidence: Callable[[], tuple[Evidence, ...]] = tuple
+    # The supported SGLang range (every known release when not given) and the SGLang facts.
+    sglang: SupportedRange | None = None
+    sglang_facts: Facts = dataclasses.field(default_factory=load_sglang_facts)
+    # The project's files with their bytes (shown path, bytes), for the SGLang rules' searches.
+    project_bytes: Callable[[], Iterable[tuple[str, bytes]]] = tuple
+
+    @property
+    def sglang_range(self) -> SupportedRange:
+        if self.sglang is None:
+            from cachelint.vllm_range import SGLANG, every_release
+
+            return every_release(dist=SGLANG)
+        return self.sglang
 
     def multimodal_notes(self, path: str) -> tuple[str, ...] | None:
         """None when the multimodal rules (CL003, CL004) must stay silent: `multimodal = false`, or

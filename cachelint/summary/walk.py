@@ -11,13 +11,13 @@ import sys
 from collections.abc import Callable
 
 from cachelint.source import module_name_for
-from cachelint.summary.calls import Calls
+from cachelint.summary.launches import Launches
 from cachelint.summary.model import FileSummary
 from cachelint.summary.positions import SourcePositions
 
 
-class Summarizer(Calls):
-    """Every layer of the walk in one visitor: bindings, gates, compatibility code, calls."""
+class Summarizer(Launches):
+    """Every layer of the walk in one visitor: bindings, gates, compatibility code, calls, launches."""
 
 
 def summarize(

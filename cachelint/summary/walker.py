@@ -81,6 +81,7 @@ class Frame:
     stored_calls: dict[str, list[ResetEvent]] = field(default_factory=dict)
     handlers: list[str] = field(default_factory=list)  # enclosing try/except context, see compat_guards
     routes: dict[str, str] = field(default_factory=dict)  # locals holding a URL of a cache route -> method
+    requests: dict[str, dict[str, str]] = field(default_factory=dict)  # locals holding a request's fields
 
 
 class Walker(ast.NodeVisitor):
@@ -113,6 +114,7 @@ class Walker(ast.NodeVisitor):
         self.elifs: set[int] = set()  # `if` nodes spelled `elif`
         self.imports_vllm = False
         self.imports_other = False
+        self.imports_sglang = False
 
     @property
     def frame(self) -> Frame:

@@ -1,0 +1,99 @@
+"""CL203 ignored-flush-result: an SGLang `flush_cache()` on a weight-update path whose refusal goes unseen."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from cachelint.finding import Finding, Span
+from cachelint.project import FunctionRef
+from cachelint.rules.base import Context, Rule, RuleInfo
+from cachelint.rules.sglang import FLUSH, SglangCall, callers, on_refit_path, sglang_calls
+from cachelint.summary import FileSummary, ResetEvent
+
+PAUSES = frozenset({"pause_generation"})
+# Pause modes that keep the paused requests in the scheduler (flush_cache then refuses).
+KEEPING_MODES = ("in_place", "retract")
+# Calls after which no request is left to refuse a flush: an abort of every request, a release of the
+# engine's memory (SGLang asserts it is idle), a sleep.
+STOPS = ("abort", "release_memory_occupation", "sleep")
+MAX_CALLER_DEPTH = 3
+
+
+class IgnoredFlushResult(Rule):
+    info = RuleInfo(
+        code="CL203",
+        name="ignored-flush-result",
+        summary="An SGLang `flush_cache()` on a weight-update path whose result is ignored, where requests may "
+        "still be waiting or running: it refuses and flushes nothing, unseen.",
+        fixable="never",
+    )
+
+    def check(self, file: FileSummary, context: Context) -> Iterator[Finding]:
+        for call in sglang_calls(context, frozenset({FLUSH})):
+            event = call.event
+            if call.ref.file.path != file.path or not event.result_ignored or not on_refit_path(context, call.ref):
+                continue
+            why = _may_be_busy(context, call)
+            if not why:
+                continue
+            shown = "GET/POST /flush_cache" if event.via == "http" else f"{event.receiver}.flush_cache()"
+            yield self.finding(
+                file,
+                event.span,
+                f"`{shown}` refuses and flushes nothing while any request is waiting or running ({why}), and its "
+                "result is ignored: the weight update goes on with the old weights' KV in the radix cache",
+                "Check the result (`success`, or the HTTP status: 400 when busy) and retry or fail; or abort the "
+                'requests first (`pause_generation(mode="abort")`)',
+                function=call.ref.function.qualname,
+                notes=(call.note,),
+            )
+
+
+def _may_be_busy(context: Context, call: SglangCall) -> str:
+    """Why requests may be in the scheduler at the flush; "" when nothing says so."""
+    pauses = [
+        other
+        for other in sglang_calls(context, PAUSES)
+        if other.ref.key == call.ref.key and _before(other.event, call.event.span)
+    ]
+    for pause in pauses:
+        mode = _mode(pause.event)
+        if mode in KEEPING_MODES:
+            return f'generation was paused with mode="{mode}", which keeps the paused requests'
+    if _stopped_before(context, call.ref, call.event.span):
+        return ""
+    serving = sglang_calls(context, PAUSES)
+    if serving:
+        first = serving[0]
+        return (
+            f"the project pauses SGLang's generation elsewhere ({first.ref.file.path}:{first.event.span.line}), "
+            "so rollouts run while weights are synced, and nothing before this flush aborts them"
+        )
+    return ""
+
+
+def _mode(event: ResetEvent) -> str:
+    value = event.keywords.get("mode", "")
+    return value.strip("\"'")
+
+
+def _before(event: ResetEvent, point: Span) -> bool:
+    return (event.span.end_line, event.span.end_col) <= (point.line, point.col)
+
+
+def _stopped_before(context: Context, ref: FunctionRef, point: Span, depth: int = 0) -> bool:
+    """Whether something before `point` in `ref`, or in a caller before its call of `ref`, aborts every
+    request, pauses with mode="abort", releases the engine's memory or sleeps."""
+    function = ref.function
+    for event in function.sglang:
+        if _before(event, point) and (
+            event.method == "release_memory_occupation"
+            or (event.method == "pause_generation" and _mode(event) not in KEEPING_MODES)
+        ):
+            return True
+    for item in function.calls:
+        if (item.span.end_line, item.span.end_col) <= (point.line, point.col) and item.name.startswith(STOPS):
+            return True
+    if depth >= MAX_CALLER_DEPTH:
+        return False
+    return any(_stopped_before(context, caller, site.span, depth + 1) for caller, site in callers(context, ref))
