@@ -272,3 +272,11 @@ def test_launch_sites_are_recorded() -> None:
         ("child", "in-process", ""),
         ("server", "subprocess", "env"),
     ]
+
+
+def test_cl2_selects_the_sglang_rules(tmp_path: Path) -> None:
+    project = write_tree(tmp_path / "p", SGLANG_PROJECT)
+    only_sglang = check("--output-format", "concise", "--select", "CL2", ".", cwd=project)
+    assert only_sglang.code == 1 and "CL201" in only_sglang.stdout
+    without = check("--output-format", "concise", "--ignore", "CL2", ".", cwd=project)
+    assert without.code == 0 and "CL2" not in without.stdout

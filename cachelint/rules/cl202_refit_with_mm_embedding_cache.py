@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 from packaging.version import Version
 
@@ -19,7 +18,7 @@ from cachelint.finding import (
     NewStatement,
     ReplaceKeyword,
 )
-from cachelint.multimodal import CONTENT_PART, PART_TYPES
+from cachelint.multimodal import CONTENT_PART, PART_TYPES, Evidence, nearest
 from cachelint.rules.base import Context, Rule, RuleInfo
 from cachelint.rules.sglang import SglangCall, describe, sglang_calls
 from cachelint.summary import SGLANG_UPDATES, FileSummary, Launch
@@ -29,15 +28,6 @@ ON_POLICY = "rl_on_policy_target"
 ON_POLICY_WORDS = (b"rl_on_policy_target", b"rl-on-policy-target")
 # The fields of SGLang's generate request that carry media.
 MEDIA_FIELDS = re.compile(rb"\b(image_data|video_data|audio_data)\b")
-
-
-@dataclass(frozen=True)
-class Media:
-    """Where the project shows that it sends SGLang multimodal input."""
-
-    path: str
-    line: int
-    word: str
 
 
 class RefitWithMmEmbeddingCache(Rule):
@@ -52,28 +42,37 @@ class RefitWithMmEmbeddingCache(Rule):
     def check(self, file: FileSummary, context: Context) -> Iterator[Finding]:
         if context.settings.multimodal is False:
             return
-        seen: set[str] = set()
-        for call in sglang_calls(context, SGLANG_UPDATES):
-            qualname = call.ref.function.qualname
-            if call.ref.file.path != file.path or qualname in seen:
-                continue
-            stale = stale_releases(context)
-            media = media_evidence(context)
-            if not stale or (context.settings.multimodal == "auto" and media is None):
-                return
-            seen.add(qualname)
-            notes = [call.note]
-            if media is not None:
-                notes.append(f"multimodal input: {media.path}:{media.line} holds `{media.word}`")
-            yield self.finding(
-                file,
-                call.event.span,
-                _message(call, stale, context),
-                _help(context),
-                fix=_fix(context),
-                function=qualname,
-                notes=tuple(notes),
-            )
+        updates = sglang_calls(context, SGLANG_UPDATES)
+        call = _reported(updates)
+        if call is None or call.ref.file.path != file.path:
+            return
+        stale = stale_releases(context)
+        media = media_evidence(context)
+        if not stale or (context.settings.multimodal == "auto" and not media):
+            return
+        notes = [call.note]
+        if len(updates) > 1:
+            notes.append(f"the project updates SGLang's weights at {len(updates)} places; this is the first")
+        if media:
+            notes.append(nearest(media, file.path).note)
+        yield self.finding(
+            file,
+            call.event.span,
+            _message(call, stale, context),
+            _help(context),
+            fix=_fix(context),
+            function=call.ref.function.qualname,
+            notes=tuple(notes),
+        )
+
+
+def _reported(updates: list[SglangCall]) -> SglangCall | None:
+    """Where the project's finding goes (one per project: the cache is configured once, where SGLang is
+    launched): the first update outside a project wrapper named like SGLang's method (a client's
+    `update_weights_from_tensor` posting to the route), else the first update."""
+    outside = [call for call in updates if call.ref.function.name not in SGLANG_UPDATES]
+    chosen = outside or updates
+    return chosen[0] if chosen else None
 
 
 def stale_releases(context: Context) -> list[Version]:
@@ -110,24 +109,29 @@ def _mentions(context: Context) -> set[bytes]:
     return found
 
 
-def media_evidence(context: Context) -> Media | None:
-    """The first file (by path) that holds a media field of SGLang's generate request (`image_data`,
-    `video_data`, `audio_data`) or a chat content part of a media type (`{"type": "image_url"}`)."""
+def media_evidence(context: Context) -> tuple[Evidence, ...]:
+    """The files that show the project sends SGLang images, videos or audio: they name SGLang and hold a
+    media field of its generate request (`image_data`, `video_data`, `audio_data`) or a chat content
+    part of a media type (`{"type": "image_url"}`). A media field in code that never names SGLang
+    (a vLLM-only multimodal path of a project that uses both engines) does not count."""
 
-    def find() -> Media | None:
+    def find() -> tuple[Evidence, ...]:
+        found = []
         for path, raw in context.project_bytes():
-            found = []
+            if b"sglang" not in raw and b"SGLang" not in raw:
+                continue
+            hits = []
             match = MEDIA_FIELDS.search(raw)
             if match is not None:
-                found.append((match.start(), match.group(1).decode()))
+                hits.append((match.start(), match.group(1).decode()))
             if any(part in raw for part in PART_TYPES):
                 part = CONTENT_PART.search(raw)
                 if part is not None:
-                    found.append((part.start(), f'"type": "{part.group(1).decode()}"'))
-            if found:
-                at, word = min(found)
-                return Media(path, raw.count(b"\n", 0, at) + 1, word)
-        return None
+                    hits.append((part.start(), f'"type": "{part.group(1).decode()}"'))
+            if hits:
+                at, word = min(hits)
+                found.append(Evidence(path, raw.count(b"\n", 0, at) + 1, word))
+        return tuple(found)
 
     return context.project.memoized("CL202:media", find)
 
@@ -135,7 +139,8 @@ def media_evidence(context: Context) -> Media | None:
 def _message(call: SglangCall, stale: list[Version], context: Context) -> str:
     event = call.event
     shown = f"POST /{event.method}" if event.via == "http" else f"{event.receiver}.{event.method}(...)"
-    share = "every supported release" if len(stale) == len(context.sglang_range.releases) else describe(stale)
+    supported = list(context.sglang_range.releases)
+    share = describe(stale) if stale == supported else f"{describe(stale)} of the supported {describe(supported)}"
     return (
         f"`{shown}` updates SGLang's weights in place, but SGLang's multimodal embedding cache (on unless "
         f"{VARIABLE}=0) keeps vision-encoder outputs computed with the old weights: no weight update and no "

@@ -44,7 +44,11 @@ class SglangApiOutOfRange(Rule):
     def _judge(self, file: FileSummary, call: SglangCall, context: Context) -> Iterator[Finding]:
         event = call.event
         cls = call.receiver.sglang_class
-        if cls is None or cls not in FAILURES or event.hasattr_guarded or _project_defines(context, call):
+        if cls is None or cls not in FAILURES or event.hasattr_guarded:
+            return
+        if _project_defines(context, call):  # the project's own signature; what it calls needs a session
+            if event.method in SESSION_UPDATES:
+                yield from self._session(file, call, context)
             return
         fact = _fact(context, event.method, cls)
         supported = list(context.sglang_range.releases)

@@ -56,6 +56,9 @@ def sglang_receiver(
     object of unknown class given one of SGLang's own method names (which vLLM lacks)."""
     if event.via == "http":
         return Receiver(Kind.SGLANG, f"`/{event.method}` is a route of SGLang's server", sglang_class=SglangClass.HTTP)
+    head = event.chain[0] if event.chain else ""
+    if head in file.imports and provenance.module_engine(file.imports[head]) != "sglang":
+        return None  # a function of an imported module (`names.update_weights_from_disk(...)`)
     found = provenance.receiver(context.project, file, function, event)
     if found.kind is Kind.SGLANG:
         return found
