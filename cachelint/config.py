@@ -83,9 +83,13 @@ def validate_selectors(values: Iterable[str], origin: str, key: str | None = Non
 def _unknown_selector_message(value: str, origin: str, key: str | None, codes: list[str]) -> str:
     where = f" in `{key}`" if key else ""
     message = f"{origin}: unknown rule selector `{value}`{where}"
-    close = difflib.get_close_matches(value.strip().upper(), [ALL_SELECTOR, "CL", *codes], n=1)
-    if close:
-        return f"{message}; did you mean `{close[0]}`?"
+    wanted = value.strip().upper()
+    candidates = [ALL_SELECTOR, "CL", *codes]
+    close = difflib.get_close_matches(wanted, candidates, n=len(candidates))
+    if close:  # the closest; among equally close ones, the first (`CL01` -> `CL001`, not `CL201`)
+        best = max(difflib.SequenceMatcher(None, wanted, found).ratio() for found in close)
+        first = next(found for found in candidates if difflib.SequenceMatcher(None, wanted, found).ratio() == best)
+        return f"{message}; did you mean `{first}`?"
     expected = "expected `ALL`, `CL`, a rule code such as `CL001` or a prefix of one; `cachelint rules` lists them"
     return f"{message} ({expected})"
 

@@ -257,7 +257,7 @@ def test_unknown_selectors_in_the_file_are_errors(project: Path, table: str, mes
     ("flags", "message"),
     [
         (["--select", "ALL,CL999"], "--select: unknown rule selector `CL999`; did you mean `CL009`?"),
-        (["--extend-select", "CL1,cl2"], "--extend-select: unknown rule selector `cl2`; did you mean `CL`?"),
+        (["--extend-select", "CL1,cl3"], "--extend-select: unknown rule selector `cl3`; did you mean `CL`?"),
         (
             ["--ignore", "NOPE"],
             "--ignore: unknown rule selector `NOPE` (expected `ALL`, `CL`, a rule code such as "
