@@ -58,12 +58,14 @@ TRIGGER_WORDS = (
     # engine coroutines with no cache effect (CL005): only judged on receivers built or annotated as these
     b"AsyncLLM",
     b"EngineClient",
-    # SGLang (CL201-CL204): its weight updates and flushes, and the modules that import or launch it
+    # SGLang (CL201-CL204): its weight updates and flushes, and the modules that import, use or launch
+    # it (`sglang.srt...`, "sglang.launch_server"); a bare "sglang" in a name or a comment does not count
     b"flush_cache",
     b"update_weights_from_",
     b"release_memory_occupation",
-    b"sglang",
-    b"SGLang",
+    b"import sglang",
+    b"from sglang",
+    b"sglang.",
 )
 
 

@@ -99,15 +99,19 @@ def sglang_calls(context: Context, methods: frozenset[str]) -> list[SglangCall]:
     set of methods)."""
 
     def find() -> list[SglangCall]:
-        if not uses_sglang(context):
+        candidates = [
+            (ref, event)
+            for ref in context.project.functions()
+            for event in ref.function.sglang
+            if event.method in methods
+        ]
+        if not candidates or not uses_sglang(context):
             return []
         found = []
-        for ref in context.project.functions():
-            for event in ref.function.sglang:
-                if event.method in methods:
-                    receiver = sglang_receiver(context, ref.file, ref.function, event)
-                    if receiver is not None:
-                        found.append(SglangCall(ref, event, receiver))
+        for ref, event in candidates:
+            receiver = sglang_receiver(context, ref.file, ref.function, event)
+            if receiver is not None:
+                found.append(SglangCall(ref, event, receiver))
         return sorted(found, key=lambda call: (call.ref.file.path, call.event.span))
 
     return context.project.memoized(f"sglang:calls:{','.join(sorted(methods))}", find)
