@@ -28,6 +28,14 @@ class Launches(Calls):
         self._note_launch(node)
         super().visit_Call(node)
 
+    def bind(self, target: ast.expr, value: ast.expr) -> None:
+        super().bind(target, value)
+        if isinstance(target, ast.Name):
+            if _names_sglang(value):
+                self.frame.sglang_commands.add(target.id)
+            else:
+                self.frame.sglang_commands.discard(target.id)
+
     def _note_launch(self, node: ast.Call) -> None:
         dotted = dotted_name(node.func)
         if not dotted:
@@ -49,11 +57,11 @@ class Launches(Calls):
         return False
 
     def _names_sglang(self, node: ast.Call) -> bool:
-        """Whether a string argument, or the function, class or module around the call, names SGLang."""
+        """Whether a string argument (or a local command list holding one), or the function, class or
+        module around the call, names SGLang."""
         for value in (*node.args, *(keyword.value for keyword in node.keywords)):
-            for item in ast.walk(value):
-                if isinstance(item, ast.expr) and any("sglang" in text.lower() for text in string_parts(item)):
-                    return True
+            if _names_sglang(value) or (isinstance(value, ast.Name) and value.id in self.frame.sglang_commands):
+                return True
         function = self.frame.function
         around = (function.qualname, self.classes[-1].name if self.classes else "", self.summary.module)
         return any("sglang" in text.lower() for text in around)
@@ -72,3 +80,11 @@ class Launches(Calls):
                 env_value=self.source.segment(env.value) if env is not None else "",
             )
         )
+
+
+def _names_sglang(value: ast.expr) -> bool:
+    """Whether a string in `value` (a literal, an f-string, a list of them) names SGLang."""
+    return any(
+        isinstance(item, ast.expr) and any("sglang" in text.lower() for text in string_parts(item))
+        for item in ast.walk(value)
+    )

@@ -82,6 +82,7 @@ class Frame:
     handlers: list[str] = field(default_factory=list)  # enclosing try/except context, see compat_guards
     routes: dict[str, str] = field(default_factory=dict)  # locals holding a URL of a cache route -> method
     requests: dict[str, dict[str, str]] = field(default_factory=dict)  # locals holding a request's fields
+    sglang_commands: set[str] = field(default_factory=set)  # locals holding a command that names SGLang
 
 
 class Walker(ast.NodeVisitor):
