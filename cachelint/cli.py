@@ -126,14 +126,15 @@ def settings_finder(config: Path | None, isolated: bool, overrides: dict[str, An
     if config is not None and isolated:
         raise ConfigError("--config and --isolated cannot be used together")
     changes = {key: value for key, value in overrides.items() if value is not None}
-    if "vllm" in changes:
-        from cachelint.vllm_range import from_specifier
+    from cachelint.vllm_range import SGLANG, VLLM, from_specifier
 
-        try:
-            from_specifier(changes["vllm"], "--vllm")
-        except ValueError as error:
-            raise ConfigError(f"--vllm: {error}") from error
-        changes["vllm_origin"] = "--vllm"
+    for dist in (VLLM, SGLANG):
+        if dist.name in changes:
+            try:
+                from_specifier(changes[dist.name], f"--{dist.name}", dist)
+            except ValueError as error:
+                raise ConfigError(f"--{dist.name}: {error}") from error
+            changes[f"{dist.name}_origin"] = f"--{dist.name}"
     return SettingsFinder(config, isolated, changes)
 
 
@@ -197,6 +198,7 @@ def main() -> None:
 @click.option("--output-format", type=click.Choice(OUTPUT_FORMATS), help="How to print findings.")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
 @click.option("--vllm", help='The supported vLLM releases, e.g. ">=0.18" (overrides the project pins).')
+@click.option("--sglang", help='The supported SGLang releases, e.g. ">=0.5" (overrides the project pins).')
 @click.option("--select", help="Comma-separated rule codes or prefixes to enable.")
 @click.option("--extend-select", help="Rule codes or prefixes to enable in addition.")
 @click.option("--ignore", help="Comma-separated rule codes or prefixes to disable.")
@@ -228,6 +230,7 @@ def check(
     output_format: str | None,
     exit_zero: bool,
     vllm: str | None,
+    sglang: str | None,
     select: str | None,
     extend_select: str | None,
     ignore: str | None,
@@ -261,6 +264,7 @@ def check(
     overlay = {Path(os.path.abspath(stdin[0])): stdin[1]} if stdin else None
     overrides = {
         "vllm": vllm,
+        "sglang": sglang,
         "select": _codes(select, "--select"),
         "extend_select": _codes(extend_select, "--extend-select"),
         "ignore": _codes(ignore, "--ignore"),
@@ -349,6 +353,7 @@ def check(
         quiet=quiet,
         unsafe_fixes=unsafe_fixes,
         projects=tuple((project.root, project.supported) for project in analysis.projects),
+        sglang_projects=tuple((p.root, p.sglang) for p in analysis.projects if p.sglang is not None),
         ranges=analysis.range_of(),
     )
     render(reported(analysis, settings, show_fixes), settings.output_format, sys.stdout, context)
@@ -375,17 +380,20 @@ def show_resolved_settings(settings: Settings, start: Path) -> None:
     and where that came from."""
     import json
 
-    from cachelint.engine import resolve_range
+    from cachelint.engine import resolve_range, resolve_sglang_range
     from cachelint.vllm_range import find_project_root, shown_path
 
     while not start.exists() and start != start.parent:
         start = start.parent
     root = find_project_root(start)
     supported = resolve_range(settings, root)
+    sglang = resolve_sglang_range(settings, root)
     shown = settings.to_display()
     shown["supported-vllm"] = {"project-root": shown_path(root), **supported.to_json()}
+    if not sglang.assumed:  # the project pins SGLang, or the range is set
+        shown["supported-sglang"] = {"project-root": shown_path(root), **sglang.to_json()}
     click.echo(json.dumps(shown, indent=2, sort_keys=True, ensure_ascii=False))
-    for warning in supported.warnings(root):
+    for warning in [*supported.warnings(root), *(sglang.warnings(root) if not sglang.assumed else [])]:
         report("warning", warning)
 
 

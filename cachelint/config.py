@@ -83,9 +83,13 @@ def validate_selectors(values: Iterable[str], origin: str, key: str | None = Non
 def _unknown_selector_message(value: str, origin: str, key: str | None, codes: list[str]) -> str:
     where = f" in `{key}`" if key else ""
     message = f"{origin}: unknown rule selector `{value}`{where}"
-    close = difflib.get_close_matches(value.strip().upper(), [ALL_SELECTOR, "CL", *codes], n=1)
-    if close:
-        return f"{message}; did you mean `{close[0]}`?"
+    wanted = value.strip().upper()
+    candidates = [ALL_SELECTOR, "CL", *codes]
+    close = difflib.get_close_matches(wanted, candidates, n=len(candidates))
+    if close:  # the closest; among equally close ones, the first (`CL01` -> `CL001`, not `CL201`)
+        best = max(difflib.SequenceMatcher(None, wanted, found).ratio() for found in close)
+        first = next(found for found in candidates if difflib.SequenceMatcher(None, wanted, found).ratio() == best)
+        return f"{message}; did you mean `{first}`?"
     expected = "expected `ALL`, `CL`, a rule code such as `CL001` or a prefix of one; `cachelint rules` lists them"
     return f"{message} ({expected})"
 
@@ -99,6 +103,7 @@ class Settings:
     exclude: tuple[str, ...] = ()
     extend_exclude: tuple[str, ...] = ()
     vllm: str | None = None
+    sglang: str | None = None
     refit_functions: tuple[str, ...] = DEFAULT_REFIT_FUNCTIONS
     extend_refit_functions: tuple[str, ...] = ()
     multimodal: bool | Literal["auto"] = "auto"
@@ -108,6 +113,7 @@ class Settings:
     worker_extension_classes: tuple[str, ...] = ()
     config_path: str | None = field(default=None, compare=False)
     vllm_origin: str | None = field(default=None, compare=False)  # the file that set `vllm`, or "--vllm"
+    sglang_origin: str | None = field(default=None, compare=False)  # the file that set `sglang`, or "--sglang"
 
     @property
     def all_refit_functions(self) -> frozenset[str]:
@@ -125,7 +131,7 @@ class Settings:
         """A digest of every setting that may change what the analysis finds (for the result cache):
         all but those naming how findings are shown and where the cache is, so that a new setting
         counts unless it is known not to."""
-        unrelated = {"output_format", "cache_dir", "config_path", "vllm_origin"}
+        unrelated = {"output_format", "cache_dir", "config_path", "vllm_origin", "sglang_origin"}
         keys = [item.name for item in dataclasses.fields(self) if item.name not in unrelated]
         payload = json.dumps({key: getattr(self, key) for key in keys}, sort_keys=True, default=list)
         return hashlib.sha256(payload.encode()).hexdigest()[:16]
@@ -133,7 +139,7 @@ class Settings:
     def to_display(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
         data["per_file_ignores"] = {pattern: list(codes) for pattern, codes in self.per_file_ignores}
-        del data["vllm_origin"]
+        del data["vllm_origin"], data["sglang_origin"]
         return {key.replace("_", "-"): value for key, value in data.items()}
 
 
@@ -191,6 +197,7 @@ _KEYS: dict[str, tuple[str, _Converter, str]] = {
     "exclude": ("exclude", _string_list, "a list of glob patterns"),
     "extend-exclude": ("extend_exclude", _string_list, "a list of glob patterns"),
     "vllm": ("vllm", _string, 'a version specifier string such as ">=0.18"'),
+    "sglang": ("sglang", _string, 'a version specifier string such as ">=0.5"'),
     "refit-functions": ("refit_functions", _string_list, "a list of function names"),
     "extend-refit-functions": ("extend_refit_functions", _string_list, "a list of function names"),
     "multimodal": ("multimodal", _multimodal, '"auto", true or false'),
@@ -226,18 +233,23 @@ def settings_from_table(table: Mapping[str, Any], origin: str, base: Settings | 
             (pattern, validate_selectors(codes, origin, f'per-file-ignores "{pattern}"'))
             for pattern, codes in values["per_file_ignores"]
         )
-    if "vllm" in values:
-        from cachelint.vllm_range import EmptyRangeError, from_specifier
-
-        try:
-            from_specifier(values["vllm"], origin)
-        except EmptyRangeError as error:
-            raise ConfigError(f"{origin}: `vllm` = {error}") from error
-        except ValueError as error:
-            expected = _KEYS["vllm"][2]
-            raise ConfigError(f"{origin}: `vllm` must be {expected}, got {values['vllm']!r}") from error
-        values["vllm_origin"] = origin
+    for key in ("vllm", "sglang"):
+        if key in values:
+            _check_range(values, key, origin)
     return dataclasses.replace(base or Settings(), **values, config_path=origin)
+
+
+def _check_range(values: dict[str, Any], key: str, origin: str) -> None:
+    """A `vllm` / `sglang` range must be a specifier that holds a known release."""
+    from cachelint.vllm_range import SGLANG, VLLM, EmptyRangeError, from_specifier
+
+    try:
+        from_specifier(values[key], origin, VLLM if key == "vllm" else SGLANG)
+    except EmptyRangeError as error:
+        raise ConfigError(f"{origin}: `{key}` = {error}") from error
+    except ValueError as error:
+        raise ConfigError(f"{origin}: `{key}` must be {_KEYS[key][2]}, got {values[key]!r}") from error
+    values[f"{key}_origin"] = origin
 
 
 def is_pattern(pattern: str) -> bool:

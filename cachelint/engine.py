@@ -35,7 +35,7 @@ from cachelint.source import (
     read_file,
     read_file_with_stat,
 )
-from cachelint.vllm_range import SupportedRange
+from cachelint.vllm_range import SGLANG, SupportedRange
 
 if TYPE_CHECKING:  # the rest is imported when the findings are not in the cache
     from cachelint.project import ProjectIndex
@@ -62,6 +62,14 @@ TRIGGER_WORDS = (
     # engine coroutines with no cache effect (CL005): only judged on receivers built or annotated as these
     b"AsyncLLM",
     b"EngineClient",
+    # SGLang (CL201-CL204): its weight updates and flushes, and the modules that import, use or launch
+    # it (`sglang.srt...`, "sglang.launch_server"); a bare "sglang" in a name or a comment does not count
+    b"flush_cache",
+    b"update_weights_from_",
+    b"release_memory_occupation",
+    b"import sglang",
+    b"from sglang",
+    b"sglang.",
 )
 
 
@@ -188,7 +196,14 @@ class Analysis:
 
     def range_warnings(self) -> list[str]:
         """What the user should know about the supported ranges that mattered in this run."""
-        found = (warning for p in self.projects if p.consulted for warning in p.supported.warnings(p.root))
+        found = (
+            warning
+            for p in self.projects
+            if p.consulted
+            for supported in (p.supported, p.sglang)
+            if supported is not None
+            for warning in supported.warnings(p.root)
+        )
         return list(dict.fromkeys(found))
 
     def range_of(self) -> dict[str, SupportedRange]:
@@ -458,7 +473,11 @@ class Analyzer:
         self.stats.add_time(UP_FRONT, started)
 
     def run_key(
-        self, targets: list[LoadedFile], project: list[LoadedFile], supported: SupportedRange, named: AbstractSet[str]
+        self,
+        targets: list[LoadedFile],
+        project: list[LoadedFile],
+        supported: tuple[SupportedRange, SupportedRange],
+        named: AbstractSet[str],
     ) -> str | None:
         """What the findings of this run depend on beyond settings and code: every file's path and
         bytes (and module name), which targets were named, the project root and the supported vLLM
@@ -467,7 +486,7 @@ class Analyzer:
             return None
         inputs = {
             "root": str(self._absolute_root),
-            "supported": [[str(version) for version in supported.releases], supported.source],
+            "supported": [[[str(version) for version in each.releases], each.source] for each in supported],
             "targets": [[loaded.display, loaded.cache_key] for loaded in targets],
             "named": sorted(named),
             "project": [[loaded.display, loaded.cache_key] for loaded in project],
@@ -623,6 +642,13 @@ class Analyzer:
             self._defined_sets[loaded.display] = frozenset(record.defined)
         return self._defined_sets[loaded.display]
 
+    def project_bytes(self) -> Iterator[tuple[str, bytes]]:
+        """Each readable file of the project (by its shown path, in order) with its bytes: for the
+        SGLang rules' searches, run only when one has something to report."""
+        for loaded in sorted(self.loaded.values(), key=lambda loaded: loaded.display):
+            if loaded.error is None:
+                yield loaded.display, loaded.raw
+
     def multimodal_evidence(self) -> tuple[Evidence, ...]:
         """Where the files of the project, by path, show that they send multimodal input to vLLM; what
         each file holds is kept in its record, so a warm run looks at no bytes."""
@@ -679,6 +705,18 @@ def resolve_range(settings: Settings, root: Path) -> SupportedRange:
         raise ConfigError(str(error)) from error
 
 
+def resolve_sglang_range(settings: Settings, root: Path) -> SupportedRange:
+    """The supported SGLang range of the project at `root`. Pins that match no SGLang release the facts
+    know give a range without releases (the SGLang rules that depend on releases then stay silent, and
+    a warning says why) rather than an error: a project's vLLM checks must not fail on its SGLang pins.
+    An empty `sglang` setting was refused when the configuration was read."""
+    folder = root.parent if root.is_file() else root
+    try:
+        return vllm_range.resolve_range(settings.sglang, settings.sglang_origin, folder, SGLANG)
+    except vllm_range.EmptyRangeError as error:
+        return SupportedRange((), "no known release", notes=(str(error),), dist=SGLANG)
+
+
 @dataclass
 class ProjectPlan:
     """One project of a run: its root, its settings and the files to check in it."""
@@ -702,6 +740,7 @@ class ProjectReport:
     supported: SupportedRange
     targets: tuple[str, ...]
     consulted: bool  # the whole project was checked, or some file to check could be flagged
+    sglang: SupportedRange | None = None  # the supported SGLang range, when the project uses SGLang
 
 
 def plan_projects(
@@ -966,6 +1005,7 @@ class ProjectRun:
         self.folder = root.parent if root.is_file() else root
         started = time.perf_counter()
         self.supported = resolve_range(settings, root)
+        self.sglang = resolve_sglang_range(settings, root)
         if cache is None and use_cache:
             # A root that is not on disk (the folder of a --stdin-filename that does not exist) gets no cache.
             cache = Cache.for_run(settings, self.folder)
@@ -978,6 +1018,7 @@ class ProjectRun:
         self.consulted = whole or self.walked
         self.run_key: str | None = None
         self.unread = False  # answered from the cache without reading the files
+        self.imports_sglang = False  # a file of the project imports SGLang
 
     def read(self) -> None:
         """Read the targets and, when the range can matter (a whole project is checked, or a target
@@ -989,7 +1030,7 @@ class ProjectRun:
             self.project = self.target_files
         elif self.consulted:
             self.project = [analyzer.read(path) for path in analyzer.project_files(targets)]
-        self.run_key = analyzer.run_key(self.target_files, self.project, self.supported, self.named)
+        self.run_key = analyzer.run_key(self.target_files, self.project, self.ranges, self.named)
 
     def stored(self, progress: Callable[[int, int], None] | None, unread_only: bool = False) -> list[Finding] | None:
         """The findings a run with the same inputs stored, if any; `unread_only`: only when the files'
@@ -1010,22 +1051,34 @@ class ProjectRun:
             manifest = json.loads(text) if text else None
         except ValueError:
             manifest = None
-        if not isinstance(manifest, dict):
+        if not isinstance(manifest, dict) or not isinstance(manifest.get("files"), dict):
             return None
         started = time.perf_counter()
-        files, read = self.analyzer.keyed(self.plan.targets, manifest)
+        files, read = self.analyzer.keyed(self.plan.targets, manifest["files"])
         self.stats.add_time("read", started)
-        run_key = self.analyzer.run_key(files, files, self.supported, self.named)
+        run_key = self.analyzer.run_key(files, files, self.ranges, self.named)
         findings = self.analyzer.stored_findings(run_key, progress)
         if findings is None:
             self.analyzer.loaded.clear()
             self.analyzer.stats.read -= read  # read again below
             return None
+        self.imports_sglang = manifest.get("imports sglang") is True
         if read:  # the files read now are recorded too
-            self.cache.put_text(self._manifest_key(), json.dumps(self.analyzer.manifest(self.started_ns)))
+            self._put_manifest()
         self.target_files = self.project = files
         self.run_key, self.unread = run_key, True
         return findings
+
+    def _put_manifest(self) -> None:
+        """Record the signature and cache key of each file read, and whether one imports SGLang, for
+        the next run to answer from them without reading."""
+        assert self.cache is not None
+        manifest = {"files": self.analyzer.manifest(self.started_ns), "imports sglang": self.imports_sglang}
+        self.cache.put_text(self._manifest_key(), json.dumps(manifest))
+
+    @property
+    def ranges(self) -> tuple[SupportedRange, SupportedRange]:
+        return self.supported, self.sglang
 
     def _manifest_key(self) -> str:
         assert self.cache is not None
@@ -1035,7 +1088,7 @@ class ProjectRun:
         """The stored findings, else those found now (and stored)."""
         findings = self.stored(progress)
         if findings is None:
-            findings = _find(self.analyzer, self.target_files, self.project, self.supported, self.named, progress)
+            findings = _find(self.analyzer, self.target_files, self.project, self.ranges, self.named, progress)
             self.analyzer.store_findings(self.run_key, findings)
         return self.report(findings)
 
@@ -1045,8 +1098,12 @@ class ProjectRun:
             self.cache.flush()
 
     def report(self, findings: list[Finding]) -> Analysis:
-        if self.cache is not None and self.walked and not self.unread and not self.overlay:
-            self.cache.put_text(self._manifest_key(), json.dumps(self.analyzer.manifest(self.started_ns)))
+        if not self.unread:
+            from cachelint.provenance import imports_sglang
+
+            self.imports_sglang = any(imports_sglang(loaded.raw) for loaded in self.analyzer.loaded.values())
+            if self.cache is not None and self.walked and not self.overlay:
+                self._put_manifest()
         analyzer = self.analyzer
         analyzer.stats.trigger = sum(1 for file in analyzer.loaded.values() if file.record and file.record.trigger)
         self.stats.add(analyzer.stats)
@@ -1068,6 +1125,7 @@ class ProjectRun:
             if any(codemod.lacks_edits(finding) for finding in findings):
                 findings = codemod.with_edits(findings, codemod.reader(sources))
                 analyzer.store_findings(self.run_key, findings)
+        uses_sglang = not self.sglang.assumed or self.imports_sglang
         self.close()
         shown = [loaded.display for loaded in self.target_files]
         return Analysis(
@@ -1078,7 +1136,11 @@ class ProjectRun:
             root=self.folder,
             targets=shown,
             warnings=[self.cache.warning] if self.cache is not None and self.cache.warning else [],
-            projects=[ProjectReport(self.folder, self.supported, tuple(shown), self.consulted)],
+            projects=[
+                ProjectReport(
+                    self.folder, self.supported, tuple(shown), self.consulted, self.sglang if uses_sglang else None
+                )
+            ],
         )
 
 
@@ -1101,7 +1163,7 @@ def _find(
     analyzer: Analyzer,
     target_files: list[LoadedFile],
     project: list[LoadedFile],
-    supported: SupportedRange,
+    supported: tuple[SupportedRange, SupportedRange],
     named: AbstractSet[str],
     progress: Callable[[int, int], None] | None,
 ) -> list[Finding]:
@@ -1116,11 +1178,20 @@ def _find(
     clean = [loaded for loaded in target_files if loaded.error is None]
     summaries = [loaded.summary for loaded in clean if loaded.summary is not None]
     if summaries and index is not None:
-        from cachelint.facts import load_facts
+        from cachelint.facts import load_facts, load_sglang_facts
         from cachelint.rules import Context
 
+        vllm, sglang = supported
         context = Context(
-            index, supported, settings, load_facts(), analyzer.multimodal_evidence, analyzer.summaries_where
+            index,
+            vllm,
+            settings,
+            load_facts(),
+            analyzer.multimodal_evidence,
+            sglang=sglang,
+            sglang_facts=load_sglang_facts(),
+            project_bytes=analyzer.project_bytes,
+            summaries_where=analyzer.summaries_where,
         )
         for summary in summaries:
             findings.extend(run_rules(analyzer.rules, summary, context))

@@ -43,6 +43,15 @@ class EngineClass(str, enum.Enum):
         return self in (EngineClass.EXECUTOR, EngineClass.WORKER, EngineClass.MODEL_RUNNER)
 
 
+class SglangClass(str, enum.Enum):
+    """The SGLang objects a receiver can be, named as the SGLang facts table names them."""
+
+    ENGINE = "Engine"
+    TOKENIZER_MANAGER = "TokenizerManager"
+    SCHEDULER = "Scheduler"
+    HTTP = "HTTP server route"
+
+
 @dataclass(frozen=True)
 class Signature:
     since: Version
@@ -121,6 +130,7 @@ class EngineArgumentFact:
     replaced_by: str
     replacement_values: tuple[tuple[str, str], ...]  # (old value source, new value source)
     notes: str
+    effect_since: Version | None = None  # hand-written: the first release with the effect `notes` describe
 
     def exists_in(self, release: Version) -> bool:
         if self.since is not None and release < self.since:
@@ -198,6 +208,7 @@ def _load_engine_argument(raw: dict[str, object]) -> EngineArgumentFact:
         replaced_by=str(raw.get("replaced_by") or ""),
         replacement_values=tuple((str(old), str(new)) for old, new in values.items()),
         notes=str(raw.get("notes") or ""),
+        effect_since=_version_or_none(raw.get("effect_since")),  # type: ignore[arg-type]
     )
 
 
@@ -253,7 +264,7 @@ def load_facts() -> Facts:
 @functools.cache
 def load_sglang_facts() -> Facts:
     """The SGLang facts: Engine / TokenizerManager / Scheduler methods and HTTP routes around a weight
-    update, ServerArgs fields (`engine_arguments`) and environment variables. No rule uses them yet."""
+    update, ServerArgs fields (`engine_arguments`) and environment variables (CL201-CL204)."""
     return _load_table("sglang", "sglang_server_args.json")
 
 

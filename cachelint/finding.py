@@ -107,6 +107,14 @@ class InsertAfter(Change):
 
 
 @dataclass(frozen=True)
+class InsertBefore(Change):
+    """Run `statements` right before the simple statement at `statement`."""
+
+    statement: Span
+    statements: tuple[NewStatement, ...]
+
+
+@dataclass(frozen=True)
 class RemoveStatement(Change):
     """Remove the simple statement at `statement` (the last one of a block leaves `pass`)."""
 
@@ -164,6 +172,7 @@ CHANGE_KINDS: dict[str, type[Change]] = {
     kind.__name__: kind
     for kind in (
         InsertAfter,
+        InsertBefore,
         RemoveStatement,
         ReplaceExpression,
         AwaitCall,

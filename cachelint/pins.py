@@ -1,4 +1,4 @@
-"""The vllm requirements a project declares, read statically, and how they combine.
+"""The requirements of an engine (vllm, sglang) a project declares, read statically, and how they combine.
 
 Files read, in the project root unless said otherwise:
 - `pyproject.toml` and alternative project files `pyproject.*.toml`: `[project]` `dependencies` and
@@ -14,7 +14,7 @@ How they combine: requirements in one list all hold, except that requirements wi
 marker are alternatives (markers are not evaluated): a list gives one alternative per marked
 requirement, each with the list's unmarked ones, or one alternative of its unmarked ones. Extras and
 dependency groups are installed on top of the dependencies: they count only when the dependencies do
-not require vllm. Overrides (uv) replace a file's requirements; constraints (uv, `-c`) narrow them.
+not require the engine. Overrides (uv) replace a file's requirements; constraints (uv, `-c`) narrow them.
 Each file is an alternative to the others. A direct reference takes its version from the wheel or
 sdist file name (PEP 427, PEP 625); a requirement whose version cannot be told (a git URL, a local
 folder) allows every release and is reported as such.
@@ -45,7 +45,7 @@ _SKIPPED_FOLDERS = frozenset(
 
 @dataclass(frozen=True)
 class Pin:
-    """One vllm requirement as a project declares it."""
+    """One requirement of the engine as a project declares it."""
 
     file: Path  # absolute
     requirement: str  # as written
@@ -60,14 +60,16 @@ Alternative = tuple[Pin, ...]  # one way to install the project: every pin holds
 
 @dataclass
 class Declared:
+    name: str = "vllm"  # the distribution whose requirements are read
     alternatives: list[Alternative] = field(default_factory=list)
     unread: list[str] = field(default_factory=list)  # what could not be read statically, for people
 
 
-def read_declared(root: Path) -> Declared:
-    """Every alternative way the project at `root` declares vllm, in the order of the files above."""
+def read_declared(root: Path, name: str = "vllm") -> Declared:
+    """Every alternative way the project at `root` declares the distribution `name`, in the order of the
+    files above."""
     root = Path(os.path.abspath(root))
-    declared = Declared()
+    declared = Declared(name)
     requirement_files = _RequirementFiles(declared)
     project_files = [root / "pyproject.toml", *sorted(root.glob("pyproject.*.toml"))]
     for path in project_files:
@@ -113,9 +115,9 @@ _NAME = re.compile(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:$|[\[<>=!~@;$(])")
 _ARCHIVE = re.compile(r"[^/\\]+\.(whl|tar\.gz|zip)$")
 
 
-def vllm_pin(text: str, file: Path, where: str, narrows: bool = False) -> Pin | None:
-    """The pin `text` declares when it is a vllm requirement, else None."""
-    if "vllm" not in text.lower():
+def engine_pin(text: str, file: Path, where: str, narrows: bool = False, name: str = "vllm") -> Pin | None:
+    """The pin `text` declares when it is a requirement of `name` (vllm by default), else None."""
+    if name not in text.lower():
         return None
     from packaging.requirements import InvalidRequirement, Requirement  # slow to import: only when needed
     from packaging.utils import canonicalize_name
@@ -123,36 +125,36 @@ def vllm_pin(text: str, file: Path, where: str, narrows: bool = False) -> Pin | 
     try:
         requirement = Requirement(text)
     except InvalidRequirement:
-        return _unparsed_pin(text, file, where, narrows)
-    if canonicalize_name(requirement.name) != "vllm":
+        return _unparsed_pin(text, file, where, narrows, name)
+    if canonicalize_name(requirement.name) != name:
         return None
     specifier: SpecifierSet | None = requirement.specifier
     if requirement.url:
-        specifier = _archive_specifier(requirement.url)
+        specifier = _archive_specifier(requirement.url, name)
     return Pin(file, text, where, specifier, requirement.marker is not None, narrows)
 
 
-def _unparsed_pin(text: str, file: Path, where: str, narrows: bool) -> Pin | None:
-    """A line pip takes that is no PEP 508 requirement: a URL or path to a wheel or sdist, or a vllm
+def _unparsed_pin(text: str, file: Path, where: str, narrows: bool, name: str) -> Pin | None:
+    """A line pip takes that is no PEP 508 requirement: a URL or path to a wheel or sdist, or a
     requirement written in a way that cannot be read (`vllm==${VERSION}`)."""
     from packaging.utils import canonicalize_name
 
     location = text.split(";", 1)[0].strip()
     parts = urlsplit(location)
     if _ARCHIVE.search(parts.path or location):
-        specifier = _archive_specifier(location)
+        specifier = _archive_specifier(location, name)
         return None if specifier is None else Pin(file, text, where, specifier, ";" in text, narrows)
     egg = re.search(r"(?:^|&)egg=([^&]+)", parts.fragment)
     folder = parts.path.rstrip("/").rsplit("/", 1)[-1].split("@", 1)[0]
     match = _NAME.match(text)
     names = [egg.group(1) if egg else "", folder, match.group(1) if match else ""]
-    if not any(name and canonicalize_name(name) == "vllm" for name in names):
+    if not any(found and canonicalize_name(found) == name for found in names):
         return None
     return Pin(file, text, where, None, False, narrows)
 
 
-def _archive_specifier(url: str) -> SpecifierSet | None:
-    """`==VERSION` from a wheel or sdist file name, when it is vllm's; None when it cannot be told."""
+def _archive_specifier(url: str, name: str) -> SpecifierSet | None:
+    """`==VERSION` from a wheel or sdist file name, when it is `name`'s; None when it cannot be told."""
     from packaging.specifiers import SpecifierSet
     from packaging.utils import (
         InvalidSdistFilename,
@@ -162,15 +164,15 @@ def _archive_specifier(url: str) -> SpecifierSet | None:
         parse_wheel_filename,
     )
 
-    name = unquote(urlsplit(url).path.rsplit("/", 1)[-1])
+    file_name = unquote(urlsplit(url).path.rsplit("/", 1)[-1])
     try:
-        if name.endswith(".whl"):
-            project, version, *_ = parse_wheel_filename(name)
+        if file_name.endswith(".whl"):
+            project, version, *_ = parse_wheel_filename(file_name)
         else:
-            project, version = parse_sdist_filename(name)
+            project, version = parse_sdist_filename(file_name)
     except (InvalidWheelFilename, InvalidSdistFilename):
         return None
-    return SpecifierSet(f"=={version}") if canonicalize_name(project) == "vllm" else None
+    return SpecifierSet(f"=={version}") if canonicalize_name(project) == name else None
 
 
 def _pins(items: Any, file: Path, where: str, declared: Declared, narrows: bool = False) -> list[Pin]:
@@ -178,7 +180,8 @@ def _pins(items: Any, file: Path, where: str, declared: Declared, narrows: bool 
         if items is not None:
             declared.unread.append(f"{file.name}: {where} is not a list")
         return []
-    return [pin for item in items if isinstance(item, str) and (pin := vllm_pin(item, file, where, narrows))]
+    name = declared.name
+    return [pin for item in items if isinstance(item, str) and (pin := engine_pin(item, file, where, narrows, name))]
 
 
 # -- pyproject.toml ----------------------------------------------------------------------------------
@@ -345,13 +348,14 @@ class _RequirementFiles:
             if option is None:
                 if line.startswith("-"):
                     continue  # --index-url and the like
-                pin = vllm_pin(_PER_REQUIREMENT_OPTION.sub("", line), path, where, narrows)
+                pin = engine_pin(_PER_REQUIREMENT_OPTION.sub("", line), path, where, narrows, self.declared.name)
                 if pin is not None:
                     (constraints if narrows else requirements).append(pin)
                 continue
             flag, value = option.groups()
             if flag in ("-e", "--editable"):
-                pin = _unparsed_pin(value, path, where, narrows) if "vllm" in value.lower() else None
+                name = self.declared.name
+                pin = _unparsed_pin(value, path, where, narrows, name) if name in value.lower() else None
                 if pin is not None:
                     requirements.append(pin)
                 continue

@@ -7,8 +7,11 @@ A receiver is one of four things:
 - a project class: built from a class the project defines (`RemoteEngineClient(...)`), `self` in a
   project class, or an unknown object whose method the project defines; the method's body then says
   what the call does (forwards to vLLM, posts to an HTTP route, or neither);
-- another engine: built from SGLang, TensorRT-LLM or LMDeploy, or used in a module (or a class) that
-  imports one of them and not vLLM;
+- SGLang's (`Kind.SGLANG`, with its SGLang class): built from or annotated as an `sglang` class (`Engine`,
+  `TokenizerManager`), `self` in a subclass of one, reached as `.tokenizer_manager`, or used in a module
+  that imports SGLang and not vLLM;
+- another engine: built from TensorRT-LLM or LMDeploy, or used in a module (or a class) that imports
+  one of them and not vLLM;
 - unknown: a finding on it needs evidence that vLLM is the engine (`vllm_evidence`).
 
 The walk records how names and `self.` attributes were bound, as origin strings (`bind_*`); this
@@ -19,10 +22,11 @@ with it.
 from __future__ import annotations
 
 import enum
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from cachelint.facts import EngineClass
+from cachelint.facts import EngineClass, SglangClass
 
 if TYPE_CHECKING:
     from cachelint.project import FunctionRef, ProjectIndex
@@ -60,6 +64,14 @@ CHAIN_CLASSES = {
 # vLLM's API server keeps its engine at `app.state.engine_client` (an EngineClient: AsyncLLM's protocol).
 ACCESSORS = {("state", "engine_client"): EngineClass.ASYNC_LLM}
 OTHER_ENGINES = ("tensorrt_llm", "sglang", "lmdeploy")
+# SGLang's objects by class name (a class of the module `sglang.srt.entrypoints.engine` is its Engine), and
+# by the attribute an object is reached through.
+SGLANG_CLASSES = {
+    "Engine": SglangClass.ENGINE,
+    "TokenizerManager": SglangClass.TOKENIZER_MANAGER,
+    "Scheduler": SglangClass.SCHEDULER,
+}
+SGLANG_CHAIN = {"tokenizer_manager": SglangClass.TOKENIZER_MANAGER}
 # Names an annotation wraps a class in.
 TYPING_NAMES = frozenset(
     {"Optional", "Union", "None", "Any", "Type", "type", "ClassVar", "Final", "Annotated", "Awaitable", "Coroutine"}
@@ -67,11 +79,27 @@ TYPING_NAMES = frozenset(
 
 
 def module_engine(module: str) -> str:
-    """`vllm` for a vLLM module (or a `vllm_*` plugin), `other` for another engine's, else ``."""
+    """`vllm` for a vLLM module (or a `vllm_*` plugin), `sglang` for SGLang's, `other` for another
+    engine's, else ``."""
     top = module.split(".")[0]
     if top == "vllm" or top.startswith("vllm_"):
         return "vllm"
+    if top == "sglang":
+        return "sglang"
     return "other" if top in OTHER_ENGINES else ""
+
+
+_SGLANG_IMPORT = re.compile(rb"^[ \t]*(?:from|import)[ \t]+sglang\b", re.MULTILINE)
+
+
+def imports_sglang(raw: bytes) -> bool:
+    """Whether a file's bytes import SGLang (which makes its project an SGLang user)."""
+    return b"sglang" in raw and _SGLANG_IMPORT.search(raw) is not None
+
+
+def is_other_engine(engine: str) -> bool:
+    """Whether `module_engine` / `class_engine` named an engine that is not vLLM."""
+    return engine in ("sglang", "other")
 
 
 def resolve_dotted(dotted: str, imports: dict[str, str]) -> str:
@@ -127,7 +155,7 @@ def origin_class(origin: str, local_classes: frozenset[str] = frozenset()) -> En
     if origin.startswith("get:"):
         return chain_class(origin[4:].split("."))
     module, name = origin_class_name(origin)
-    if not name or module_engine(module) == "other" or (not module and name in local_classes):
+    if not name or is_other_engine(module_engine(module)) or (not module and name in local_classes):
         return None
     table = CONSTRUCTORS if origin.startswith("call:") else ANNOTATIONS
     return table.get(name)
@@ -180,6 +208,7 @@ def local_class(
 
 class Kind(str, enum.Enum):
     VLLM = "vLLM"
+    SGLANG = "SGLang"
     PROJECT = "project"
     OTHER_ENGINE = "another engine"
     UNKNOWN = "unknown"
@@ -200,10 +229,16 @@ class Receiver:
     engine_class: EngineClass | None = None
     project_class: ProjectClass | None = None
     by_name: bool = False  # a project class only because the project defines the method
+    sglang_class: SglangClass | None = None
 
     @property
     def is_vllm(self) -> bool:
         return self.kind is Kind.VLLM
+
+    @property
+    def is_other_engine(self) -> bool:
+        """SGLang's or another engine's object: never vLLM's."""
+        return self.kind in (Kind.SGLANG, Kind.OTHER_ENGINE)
 
 
 def method_of(item: ResetEvent | CallSite | HasattrProbe) -> str:
@@ -232,9 +267,19 @@ def _receiver(
         return Receiver(Kind.VLLM, _vllm_reason(text, chain, cls, origin, where), cls)
     if getattr(item, "via", "") in ("rpc", "http", "dispatch"):
         return Receiver(Kind.UNKNOWN, "")
+    reached = next((SGLANG_CHAIN[name] for name in reversed(chain) if name in SGLANG_CHAIN), None)
+    if reached is not None:
+        at = next(name for name in reversed(chain) if name in SGLANG_CHAIN)
+        return Receiver(Kind.SGLANG, f"`{text}` is SGLang's {reached.value} (reached as `.{at}`)", sglang_class=reached)
     if origin:
         module, name = origin_class_name(origin)
-        if module_engine(module) == "other":
+        engine = module_engine(module)
+        if engine == "sglang":
+            how = "built by" if origin.startswith("call:") else "annotated"
+            sglang_class = SGLANG_CLASSES.get(name, SglangClass.ENGINE)
+            why = f"`{text}` is SGLang's {sglang_class.value}, {how} `{name}` from `{module}`"
+            return Receiver(Kind.SGLANG, why, sglang_class=sglang_class)
+        if engine == "other":
             return Receiver(Kind.OTHER_ENGINE, f"`{text}` is built by `{name}` from `{module}`")
         target = project_class(project, where or file, origin)
         if target is not None:
@@ -244,15 +289,21 @@ def _receiver(
     if chain == ["self"] and function.cls:
         own = file.class_named(function.cls)
         if own is not None:
-            if class_engine(file, own) == "other":
+            engine = class_engine(file, own)
+            if engine == "sglang":
+                why = f"`self` is SGLang's Engine (`{own.name}` subclasses it)"
+                return Receiver(Kind.SGLANG, why, sglang_class=SglangClass.ENGINE)
+            if engine == "other":
                 return Receiver(Kind.OTHER_ENGINE, f"`{own.name}` subclasses another engine's class")
             found = _project_receiver(project, ProjectClass(file, own), method_of(item), "`self` is the project's")
             if found is not None:
                 return found
     if file.engine == "other":
+        if file.imports_sglang:
+            return Receiver(Kind.SGLANG, "this module imports SGLang and not vLLM", sglang_class=SglangClass.ENGINE)
         return Receiver(Kind.OTHER_ENGINE, "this module imports another engine and not vLLM")
     enclosing = file.class_named(function.cls) if function.cls else None
-    if enclosing is not None and class_engine(file, enclosing) == "other":
+    if enclosing is not None and is_other_engine(class_engine(file, enclosing)):
         return Receiver(Kind.OTHER_ENGINE, f"`{enclosing.name}` subclasses another engine's class")
     method = method_of(item)
     defined = [ref for ref in project.functions_by_name.get(method, []) if ref.function.cls]
@@ -273,10 +324,13 @@ def _project_receiver(project: ProjectIndex, target: ProjectClass, method: str, 
     cls = target.cls
     located = f"`{cls.name}` ({_located(target)})"
     for name in (cls.name, *project.base_classes(cls.name)):
-        for _, summary in project.classes_by_name.get(name, []):
+        for owner, summary in project.classes_by_name.get(name, []):
             if summary.engine_class:
                 engine = EngineClass(summary.engine_class)
                 return Receiver(Kind.VLLM, f"{lead} {located}, a subclass of vLLM's {engine.short}", engine)
+            if class_engine(owner, summary) == "sglang":
+                why = f"{lead} {located}, a subclass of SGLang's Engine"
+                return Receiver(Kind.SGLANG, why, project_class=target, sglang_class=SglangClass.ENGINE)
     if defines(project, cls.name, method):
         return Receiver(Kind.PROJECT, f"{lead} {located}", project_class=target)
     return None
@@ -380,7 +434,7 @@ def _module_match(wanted: str, module: str) -> tuple[bool, int]:
 
 
 def class_engine(file: FileSummary, cls: ClassSummary) -> str:
-    """`vllm` or `other` when the class subclasses an engine's class (its bases' modules), else ``."""
+    """`vllm`, `sglang` or `other` when the class subclasses an engine's class (its bases' modules), else ``."""
     for base in cls.bases:
         engine = module_engine(resolve_dotted(base, file.imports))
         if engine:

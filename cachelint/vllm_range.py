@@ -1,5 +1,6 @@
-"""The vLLM releases a project supports: from `vllm =` / `--vllm`, else read statically from its pins
-(pins.py says which files count and how they combine), else every release the facts know."""
+"""The releases of an engine (vLLM, SGLang) a project supports: from `vllm =` / `--vllm` (`sglang =` /
+`--sglang`), else read statically from its pins (pins.py says which files count and how they combine),
+else every release the facts know. The same code serves each distribution (`Distribution`)."""
 
 from __future__ import annotations
 
@@ -13,11 +14,12 @@ from typing import TYPE_CHECKING, Any
 
 from packaging.version import Version
 
-from cachelint.facts import load_facts, newest_known_release
+from cachelint.facts import load_facts, load_sglang_facts
 
 if TYPE_CHECKING:
     from packaging.specifiers import SpecifierSet
 
+    from cachelint.facts import Facts
     from cachelint.pins import Alternative, Pin
 
 
@@ -25,14 +27,35 @@ class EmptyRangeError(ValueError):
     """A range that holds no release the facts know: nothing could be checked."""
 
 
-def known_releases() -> tuple[Version, ...]:
-    """The vLLM releases the shipped facts cover, oldest first."""
-    return load_facts().releases
+@dataclass(frozen=True)
+class Distribution:
+    """An engine whose supported releases are read: its requirement name (also the setting and flag that
+    set the range), how people write it, and its facts."""
+
+    name: str
+    label: str
+
+    def facts(self) -> Facts:
+        return load_facts() if self.name == "vllm" else load_sglang_facts()
+
+
+VLLM = Distribution("vllm", "vLLM")
+SGLANG = Distribution("sglang", "SGLang")
+
+
+def known_releases(dist: Distribution = VLLM) -> tuple[Version, ...]:
+    """The releases the shipped facts cover, oldest first."""
+    return dist.facts().releases
+
+
+def newest_known_release(dist: Distribution = VLLM) -> Version:
+    """The newest release the facts cover (scripts/vllm_facts.py keeps it current)."""
+    return known_releases(dist)[-1]
 
 
 @dataclass(frozen=True)
 class SupportedRange:
-    """The known vLLM releases a project may run on, and where that came from."""
+    """The known releases of an engine a project may run on, and where that came from."""
 
     releases: tuple[Version, ...]
     source: str  # for people: 'setup.py, extra "vllm"', '--vllm ">=0.18"', ...
@@ -40,6 +63,7 @@ class SupportedRange:
     assumed: bool = False  # nothing said which releases: every known one is assumed
     beyond_known: bool = False  # it allows releases newer than the newest the facts know
     notes: tuple[str, ...] = ()  # what could not be read, for the warnings
+    dist: Distribution = VLLM
 
     @property
     def oldest(self) -> Version:
@@ -65,7 +89,7 @@ class SupportedRange:
     def label(self, dash: str = "\N{EN DASH}") -> str:
         """`0.18.0-0.33.0` (with an en dash by default); runs of known releases apart when the range
         has gaps (`0.17.0-0.18.1, 0.24.0`)."""
-        known = {release: index for index, release in enumerate(known_releases())}
+        known = {release: index for index, release in enumerate(known_releases(self.dist))}
         runs: list[list[Version]] = []
         for release in self.releases:
             if runs and known.get(release, -2) == known.get(runs[-1][-1], -4) + 1:
@@ -76,7 +100,7 @@ class SupportedRange:
 
     def describe(self) -> str:
         """The range as rule messages name it: `vLLM 0.16.0-0.21.0`."""
-        return f"vLLM {self.label('-')}"
+        return f"{self.dist.label} {self.label('-')}"
 
     def share(self, releases: list[Version]) -> str:
         """How `releases` stand within the range, for rule messages: `every supported release`, or
@@ -87,7 +111,7 @@ class SupportedRange:
 
     def summary(self) -> str:
         """The summary line's words: `vLLM 0.18.0-0.33.0 (setup.py, extra "vllm")`, with an en dash."""
-        return f"vLLM {self.label()} ({self.source})"
+        return f"{self.dist.label} {self.label()} ({self.source})"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -101,18 +125,19 @@ class SupportedRange:
 
     def warnings(self, project: Path) -> list[str]:
         """What the user should know about how the range was found (one line each)."""
-        every = f"{known_releases()[0]}\N{EN DASH}{newest_known_release()}"
+        dist = self.dist
+        every = _known_label(dist)
         if self.assumed:
             why = f" ({'; '.join(self.notes)})" if self.notes else ""
             return [
-                f"no vLLM pin found{_in_project(project)}{why}: every known release ({every}) is assumed; "
-                'set the range with `[tool.cachelint] vllm = ">=..."` or `--vllm`'
+                f"no {dist.label} pin found{_in_project(project)}{why}: every known release ({every}) is assumed; "
+                f'set the range with `[tool.cachelint] {dist.name} = ">=..."` or `--{dist.name}`'
             ]
         found = list(self.notes)
         if self.beyond_known:
             found.append(
-                f"the supported range ({self.source}) reaches past vLLM {newest_known_release()}, the newest "
-                "release cachelint knows: findings for newer releases are not known"
+                f"the supported range ({self.source}) reaches past {dist.label} {newest_known_release(dist)}, the "
+                "newest release cachelint knows: findings for newer releases are not known"
             )
         return found
 
@@ -132,14 +157,13 @@ def _in_project(project: Path | None) -> str:
     return "" if shown == "." else f" in {shown}"
 
 
-def every_release(project: Path | None = None, notes: Iterable[str] = ()) -> SupportedRange:
+def every_release(project: Path | None = None, notes: Iterable[str] = (), dist: Distribution = VLLM) -> SupportedRange:
     where = _in_project(project)
-    return SupportedRange(
-        known_releases(), f"no vLLM pin found{where}: every known release", assumed=True, notes=tuple(notes)
-    )
+    source = f"no {dist.label} pin found{where}: every known release"
+    return SupportedRange(known_releases(dist), source, assumed=True, notes=tuple(notes), dist=dist)
 
 
-def from_specifier(spec: str, source: str) -> SupportedRange:
+def from_specifier(spec: str, source: str, dist: Distribution = VLLM) -> SupportedRange:
     """A range from a specifier such as ">=0.18" or "==0.24.0" (a bare version means ==). Raises
     ValueError when it is not a specifier, EmptyRangeError when it holds no known release."""
     from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -150,29 +174,29 @@ def from_specifier(spec: str, source: str) -> SupportedRange:
     try:
         specifier = SpecifierSet(text)
     except InvalidSpecifier as error:
-        raise ValueError(f"invalid vLLM version specifier {spec!r}") from error
-    releases = _releases([specifier])
+        raise ValueError(f"invalid {dist.label} version specifier {spec!r}") from error
+    releases = _releases([specifier], dist)
     if not releases:
-        raise EmptyRangeError(f"{spec!r} matches no vLLM release cachelint knows ({_known_label()})")
-    return SupportedRange(releases, source, beyond_known=_beyond_known(specifier))
+        raise EmptyRangeError(f"{spec!r} matches no {dist.label} release cachelint knows ({_known_label(dist)})")
+    return SupportedRange(releases, source, beyond_known=_beyond_known(specifier, dist), dist=dist)
 
 
-def _known_label() -> str:
-    return f"{known_releases()[0]}\N{EN DASH}{newest_known_release()}"
+def _known_label(dist: Distribution) -> str:
+    return f"{known_releases(dist)[0]}\N{EN DASH}{newest_known_release(dist)}"
 
 
-def _releases(specifiers: list[SpecifierSet]) -> tuple[Version, ...]:
+def _releases(specifiers: list[SpecifierSet], dist: Distribution) -> tuple[Version, ...]:
     return tuple(
         release
-        for release in known_releases()
+        for release in known_releases(dist)
         if any(specifier.contains(release, prereleases=True) for specifier in specifiers)
     )
 
 
-def _beyond_known(specifier: SpecifierSet) -> bool:
+def _beyond_known(specifier: SpecifierSet, dist: Distribution) -> bool:
     """Whether `specifier` allows a release newer than the newest known one (the next micro, minor or
     major release, or a far one: what real specifiers can allow)."""
-    newest = newest_known_release()
+    newest = newest_known_release(dist)
     major, minor, micro = (*newest.release, 0, 0)[:3]
     probes = (f"{major}.{minor}.{micro + 1}", f"{major}.{minor + 1}.0", f"{major + 1}.0.0", "9999")
     return any(specifier.contains(probe, prereleases=True) for probe in probes)
@@ -243,18 +267,18 @@ class ProjectRoots:
         return found
 
 
-def read_supported_range(root: Path) -> SupportedRange:
-    """The union of the alternative vllm requirements the project at `root` declares, or every
+def read_supported_range(root: Path, dist: Distribution = VLLM) -> SupportedRange:
+    """The union of the alternative requirements of `dist` the project at `root` declares, or every
     release (`assumed`) when it declares none. Raises EmptyRangeError when its pins allow no known
     release."""
     from cachelint.pins import read_declared  # only when no `vllm` setting spares reading the pins
 
-    declared = read_declared(root)
+    declared = read_declared(root, dist.name)
     if not declared.alternatives:
-        return every_release(root, declared.unread)
+        return every_release(root, declared.unread, dist)
     from packaging.specifiers import SpecifierSet
 
-    known = known_releases()
+    known = known_releases(dist)
     allowed: set[Version] = set()
     contributing: list[Alternative] = []
     beyond = False
@@ -263,7 +287,7 @@ def read_supported_range(root: Path) -> SupportedRange:
         for pin in alternative:
             specifier &= pin.specifier if pin.specifier is not None else SpecifierSet()
         releases = {release for release in known if specifier.contains(release, prereleases=True)}
-        beyond = beyond or _beyond_known(specifier)
+        beyond = beyond or _beyond_known(specifier, dist)
         if releases:
             allowed |= releases
             contributing.append(alternative)
@@ -271,18 +295,18 @@ def read_supported_range(root: Path) -> SupportedRange:
     if not allowed:
         written = ", ".join(f"`{pin.requirement}`" for pin in pins)
         raise EmptyRangeError(
-            f"{describe_pins(pins)}: the vLLM pins ({written}) match no release cachelint knows "
-            f'({_known_label()}); set the range with `[tool.cachelint] vllm = ">=..."` or `--vllm`'
+            f"{describe_pins(pins)}: the {dist.label} pins ({written}) match no release cachelint knows "
+            f'({_known_label(dist)}); set the range with `[tool.cachelint] {dist.name} = ">=..."` or `--{dist.name}`'
         )
     used = tuple(dict.fromkeys(pin for alternative in contributing for pin in alternative))
     notes = tuple(
-        f"{shown_path(pin.file)}: cannot tell which vLLM release `{pin.requirement}` installs: "
+        f"{shown_path(pin.file)}: cannot tell which {dist.label} release `{pin.requirement}` installs: "
         "every known release is assumed for it"
         for pin in used
         if pin.specifier is None
     )
     ordered = tuple(release for release in known if release in allowed)
-    return SupportedRange(ordered, describe_pins(used), used, beyond_known=beyond, notes=notes)
+    return SupportedRange(ordered, describe_pins(used), used, beyond_known=beyond, notes=notes, dist=dist)
 
 
 def describe_pins(pins: Iterable[Pin]) -> str:
@@ -308,15 +332,17 @@ def describe_pins(pins: Iterable[Pin]) -> str:
     return text
 
 
-def resolve_range(vllm: str | None, origin: str | None, root: Path) -> SupportedRange:
-    """The range for the project at `root`: the `vllm` setting (from `origin`: a config file, or
-    "--vllm"), else the release of the vLLM vendored at its root, else the project's pins."""
-    if vllm:
-        if origin == "--vllm" or origin is None:
-            return from_specifier(vllm, f"--vllm {_quoted(vllm)}" if origin else f"vllm = {_quoted(vllm)}")
+def resolve_range(spec: str | None, origin: str | None, root: Path, dist: Distribution = VLLM) -> SupportedRange:
+    """The range for the project at `root`: the `vllm` (`sglang`) setting (from `origin`: a config file,
+    or "--vllm"), else (for vLLM) the release of the vLLM vendored at its root, else the project's pins."""
+    key = dist.name
+    if spec:
+        if origin == f"--{key}" or origin is None:
+            return from_specifier(spec, f"--{key} {_quoted(spec)}" if origin else f"{key} = {_quoted(spec)}", dist)
         table = "[tool.cachelint] " if Path(origin).name == "pyproject.toml" else ""
-        return from_specifier(vllm, f"{shown_path(Path(origin))}, {table}vllm = {_quoted(vllm)}")
-    return vendored_range(root) or read_supported_range(root)
+        return from_specifier(spec, f"{shown_path(Path(origin))}, {table}{key} = {_quoted(spec)}", dist)
+    vendored = vendored_range(root) if dist is VLLM else None
+    return vendored or read_supported_range(root, dist)
 
 
 def vendored_range(root: Path) -> SupportedRange | None:

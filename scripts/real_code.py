@@ -101,6 +101,8 @@ class Dist:
 # Versions chosen where the code that drives vLLM's caches changed, with releases before and after
 # the upstream fixes (see docs/REAL_CODE.md for why each is here).
 CORPUS = (
+    Dist("verl", "0.5.0"),
+    Dist("verl", "0.6.1"),
     Dist("verl", "0.7.1"),
     Dist("verl", "0.8.0"),
     Dist("verl", "0.9.0"),
@@ -127,6 +129,7 @@ CORPUS = (
     Dist("rlinf", "0.3.0"),
     Dist("siirl", "0.2.0"),
     Dist("verifiers", "0.4.0"),
+    Dist("torchrl", "0.14.1"),
 )
 
 

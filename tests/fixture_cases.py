@@ -17,6 +17,7 @@ from cachelint.engine import Analysis, analyze
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 EXPECTATION = re.compile(r"#\s*error:\s*(CL\d{3}(?:\s*,\s*CL\d{3})*)")
 RANGE_HEADER = re.compile(r'^#\s*fixture:\s*vllm\s*=\s*"([^"]*)"', re.MULTILINE)
+SGLANG_HEADER = re.compile(r'^#\s*fixture:\s*sglang\s*=\s*"([^"]*)"', re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,21 @@ class Case:
             return None
         match = RANGE_HEADER.search(self.path.read_text(encoding="utf-8"))
         return match.group(1) if match else None
+
+    def sglang_range(self) -> str | None:
+        if self.path.is_dir():
+            return None
+        match = SGLANG_HEADER.search(self.path.read_text(encoding="utf-8"))
+        return match.group(1) if match else None
+
+    def settings(self, base: Settings | None = None) -> Settings:
+        """`base` (default settings) with the case's `# fixture:` ranges."""
+        settings = base or Settings()
+        if self.vllm_range() is not None:
+            settings = dataclasses.replace(settings, vllm=self.vllm_range())
+        if self.sglang_range() is not None:
+            settings = dataclasses.replace(settings, sglang=self.sglang_range())
+        return settings
 
     def expected(self, code: str | None = None) -> set[tuple[str, int, str]]:
         """(file relative to the case, line, code) for every expectation comment."""
@@ -72,10 +88,7 @@ def rule_cases() -> list[Case]:
 
 def analyze_case(case: Case, settings: Settings | None = None, **options: Any) -> Analysis:
     """`analyze` over a case as a user would run it: from its folder, with its vLLM range."""
-    base = settings or Settings()
-    vllm = case.vllm_range()
-    if vllm is not None:
-        base = dataclasses.replace(base, vllm=vllm)
+    base = case.settings(settings)
     old = Path.cwd()
     os.chdir(case.path if case.path.is_dir() else case.path.parent)
     try:

@@ -48,8 +48,9 @@ def project(case: Case, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iter
         shutil.copytree(case.path, root, ignore=shutil.ignore_patterns("*.fixed", "__pycache__"))
     else:
         root = tmp_path
-        vllm = case.vllm_range()
-        config = f'\n[tool.cachelint]\nvllm = "{vllm}"\n' if vllm else ""
+        vllm, sglang = case.vllm_range(), case.sglang_range()
+        ranges = (f'vllm = "{vllm}"\n' if vllm else "") + (f'sglang = "{sglang}"\n' if sglang else "")
+        config = f"\n[tool.cachelint]\n{ranges}" if ranges else ""
         (root / "pyproject.toml").write_text(f'[project]\nname = "case"\n{config}')
         shutil.copy(case.path, root / case.path.name)
     monkeypatch.chdir(root)

@@ -13,7 +13,7 @@ FOUND = "tiny_rl/worker.py:4:9: CL001 "
 PASSED = "All checks passed!\n"
 KNOWN_KEYS = (
     "cache-dir, exclude, extend-exclude, extend-refit-functions, extend-select, ignore, multimodal, "
-    "output-format, per-file-ignores, refit-functions, select, version-helpers, vllm, worker-extension-classes"
+    "output-format, per-file-ignores, refit-functions, select, sglang, version-helpers, vllm, worker-extension-classes"
 )
 
 
@@ -257,7 +257,7 @@ def test_unknown_selectors_in_the_file_are_errors(project: Path, table: str, mes
     ("flags", "message"),
     [
         (["--select", "ALL,CL999"], "--select: unknown rule selector `CL999`; did you mean `CL009`?"),
-        (["--extend-select", "CL1,cl2"], "--extend-select: unknown rule selector `cl2`; did you mean `CL`?"),
+        (["--extend-select", "CL1,cl3"], "--extend-select: unknown rule selector `cl3`; did you mean `CL`?"),
         (
             ["--ignore", "NOPE"],
             "--ignore: unknown rule selector `NOPE` (expected `ALL`, `CL`, a rule code such as "

@@ -6,7 +6,6 @@ must not change. Set CACHELINT_UPDATE_FIXTURES=1 to write the `.fixed` files fro
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import shutil
 from pathlib import Path
@@ -23,8 +22,7 @@ CASES = rule_cases()
 
 
 def _settings(case: Case) -> Settings:
-    vllm = case.vllm_range()
-    return dataclasses.replace(Settings(), vllm=vllm) if vllm else Settings()
+    return case.settings()
 
 
 def _copy(case: Case, tmp_path: Path) -> Path:

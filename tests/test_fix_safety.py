@@ -16,7 +16,7 @@ from cachelint.project import ProjectIndex
 from cachelint.rules import Context, fix_safety
 from cachelint.summary.positions import SourcePositions
 from cachelint.summary.walk import summarize
-from cachelint.vllm_range import from_specifier
+from cachelint.vllm_range import SGLANG, from_specifier
 
 CASES = rule_cases()
 
@@ -43,11 +43,12 @@ def test_every_fixture_fix_keeps_the_invariants(case: Case, monkeypatch: pytest.
             assert seen[key] == [], f"{finding.code} at {finding.span}: {seen[key]}"
 
 
-def context_for(source: str, vllm: str = ">=0.6") -> tuple[Context, str]:
+def context_for(source: str, vllm: str = ">=0.6", sglang: str = ">=0.4.6") -> tuple[Context, str]:
     text = textwrap.dedent(source)
     summary = summarize("pkg/mod.py", text, ast.parse(text), module_name="pkg.mod")
     index = ProjectIndex([summary])
-    return Context(index, from_specifier(vllm, "test"), Settings(), load_facts()), text
+    supported = from_specifier(sglang, "test", SGLANG)
+    return Context(index, from_specifier(vllm, "test"), Settings(), load_facts(), sglang=supported), text
 
 
 def insertion(line: int, *statements: str | NewStatement, help: str = "", code: str = "CL003") -> Finding:
@@ -145,3 +146,25 @@ def test_help_that_names_another_call_than_the_fix_makes_is_caught() -> None:
     assert "the help names `self.llm.reset_encoder_cache()`" in wrong.help
     right = fix_safety.vetted(insertion(20, content, help="Call `self.llm.llm_engine.reset_encoder_cache()`"), context)
     assert right.fix is not None and right.fix.applicability is Applicability.UNSAFE
+
+
+def test_sglang_calls_are_checked_against_the_sglang_facts() -> None:
+    context, _ = context_for(SOURCE, ">=0.22", ">=0.5.4")
+    flush = fix_safety.vetted(insertion(22, "self.sgl.flush_cache()"), context)
+    assert flush.fix is not None and flush.fix.applicability is Applicability.UNSAFE
+    awaited = fix_safety.vetted(insertion(22, "await self.sgl.flush_cache()"), context)
+    assert awaited.fix is not None and awaited.fix.applicability is Applicability.DISPLAY
+    assert "not a coroutine" in awaited.help
+    session = fix_safety.vetted(insertion(22, "self.sgl.begin_weight_update()"), context)
+    assert session.fix is not None and session.fix.applicability is Applicability.DISPLAY
+    assert "exists only from SGLang 0.5.21" in session.help
+    newer, _ = context_for(SOURCE, ">=0.22", ">=0.5.21")
+    kept = fix_safety.vetted(insertion(22, "self.sgl.begin_weight_update()"), newer)
+    assert kept.fix is not None and kept.fix.applicability is Applicability.UNSAFE
+
+
+def test_sglang_methods_are_never_inserted_on_vllm_objects() -> None:
+    context, _ = context_for(SOURCE, ">=0.22")
+    finding = fix_safety.vetted(insertion(20, "self.llm.flush_cache()"), context)
+    assert finding.fix is not None and finding.fix.applicability is Applicability.DISPLAY
+    assert "not SGLang's" in finding.help

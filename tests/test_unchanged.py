@@ -77,3 +77,21 @@ def test_a_changed_file_alone_is_read_when_the_findings_are_stored(
     assert (found, stats.read, stats.stored) == ([], 3, 0)
     found, stats = run(project, monkeypatch)
     assert (found, stats.read, stats.stored) == ([], 1, 1)
+
+
+def test_an_unchanged_project_still_names_its_sglang_range(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whether a file imports SGLang (which shows the project's SGLang range) is recorded with the files,
+    so a run that reads none of them still knows it."""
+    (project / "tiny_rl" / "rollout.py").write_text("import sglang\n", encoding="utf-8")
+
+    def sglang_ranges() -> tuple[list[bool], int]:
+        monkeypatch.chdir(project)
+        with recording() as stats:
+            analysis = analyze([Path()], Settings(), use_cache=True)
+        return [p.sglang is not None for p in analysis.projects], stats.read
+
+    assert sglang_ranges() == ([True], 4)
+    assert sglang_ranges() == ([True], 0)
+    (project / "tiny_rl" / "rollout.py").write_text("import vllm\n", encoding="utf-8")
+    assert sglang_ranges()[0] == [False]
+    assert sglang_ranges() == ([False], 0)

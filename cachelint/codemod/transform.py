@@ -25,6 +25,7 @@ from cachelint.finding import (
     Edit,
     Fix,
     InsertAfter,
+    InsertBefore,
     NewStatement,
     RemoveStatement,
     ReplaceComment,
@@ -91,6 +92,9 @@ class SourceTree:
         if isinstance(change, InsertAfter):
             anchor = self._node(change.statement, (cst.BaseSmallStatement, cst.With))
             targets.inserts[anchor].extend(targets.statement(new) for new in change.statements)
+        elif isinstance(change, InsertBefore):
+            anchor = self._node(change.statement, cst.BaseSmallStatement)
+            targets.before[anchor].extend(targets.statement(new) for new in change.statements)
         elif isinstance(change, RemoveStatement):
             targets.removals.add(self._node(change.statement, cst.BaseSmallStatement))
         elif isinstance(change, ReplaceExpression):
@@ -144,6 +148,7 @@ class _Targets:
 
     config: cst.PartialParserConfig
     inserts: defaultdict[cst.CSTNode, list[cst.BaseStatement]] = field(default_factory=lambda: defaultdict(list))
+    before: defaultdict[cst.CSTNode, list[cst.BaseStatement]] = field(default_factory=lambda: defaultdict(list))
     removals: set[cst.CSTNode] = field(default_factory=set)
     replacements: dict[cst.CSTNode, cst.BaseExpression] = field(default_factory=dict)
     awaits: set[cst.CSTNode] = field(default_factory=set)
@@ -170,7 +175,7 @@ class _Targets:
         )
 
     def touches(self, small: cst.CSTNode) -> bool:
-        return small in self.inserts or small in self.removals
+        return small in self.inserts or small in self.removals or small in self.before
 
 
 class _Rewriter(cst.CSTTransformer):
@@ -267,7 +272,7 @@ class _Rewriter(cst.CSTTransformer):
         between (the line's comment stays with the first statement)."""
         if not any(map(self.targets.touches, original.body)):
             return updated
-        if not any(small in self.targets.inserts for small in original.body):
+        if not any(small in self.targets.inserts or small in self.targets.before for small in original.body):
             pairs = zip(original.body, updated.body, strict=True)
             kept = [after for before, after in pairs if before not in self.targets.removals]
             return updated.with_changes(body=_joined(kept) or [cst.Pass()])
@@ -282,24 +287,32 @@ class _Rewriter(cst.CSTTransformer):
         trailing: cst.TrailingWhitespace,
     ) -> list[cst.BaseStatement]:
         """Small statements that shared a line, without the removed ones, on as many lines as the new
-        statements after them need; the first line keeps the original's comment lines and comment."""
+        statements before and after them need; the first line keeps the original's comment lines (new
+        code put before it takes them) and the first original line keeps its comment."""
         lines: list[cst.BaseStatement] = []
         current: list[cst.BaseSmallStatement] = []
-        first = True
+        leading = list(leading_lines)
+        comment = True
 
         def close() -> None:
-            nonlocal current, first
+            nonlocal current, leading, comment
             if current:
-                if first:
-                    line = cst.SimpleStatementLine(_joined(current), leading_lines, trailing)
-                else:
-                    line = cst.SimpleStatementLine(_joined(current))
-                lines.append(line)
-                current, first = [], False
+                ending = trailing if comment else cst.TrailingWhitespace()
+                lines.append(cst.SimpleStatementLine(_joined(current), leading, ending))
+                current, leading, comment = [], [], False
 
         for old, new in zip(before, after, strict=True):
             if old in self.targets.removals:
                 continue
+            if old in self.targets.before:
+                close()
+                added = list(self.targets.before[old])
+                if leading:
+                    first = added[0]
+                    assert isinstance(first, cst.SimpleStatementLine | cst.BaseCompoundStatement)
+                    added[0] = first.with_changes(leading_lines=leading)
+                    leading = []
+                lines += added
             current.append(new)
             if old in self.targets.inserts:
                 close()

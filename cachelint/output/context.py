@@ -28,8 +28,10 @@ class ReportContext:
     unsafe_fixes: bool = False  # --unsafe-fixes given: unsafe fixes count as fixable ([*]) too
     projects: tuple[tuple[Path, SupportedRange], ...] = ()  # each project's root and supported vLLM range
     ranges: Mapping[str, SupportedRange] = field(default_factory=dict)  # the range each checked file had
+    sglang_projects: tuple[tuple[Path, SupportedRange], ...] = ()  # the projects that use SGLang, with its range
 
     def range_lines(self) -> list[str]:
-        """The summary's words on the supported ranges: one line for each different one."""
-        ranges = dict.fromkeys(supported.summary() for _, supported in self.projects)
+        """The summary's words on the supported ranges: one line for each different one (SGLang's only
+        for projects that use SGLang)."""
+        ranges = dict.fromkeys(supported.summary() for _, supported in (*self.projects, *self.sglang_projects))
         return [f"Checked for {summary}." for summary in ranges]

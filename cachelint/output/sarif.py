@@ -21,6 +21,7 @@ SRCROOT = "%SRCROOT%"
 FINGERPRINT_KEY = "cachelint/v1"
 # Code-scanning tags (filters in GitHub's alert list): what kind of problem each code reports.
 RULE_TAGS = ["correctness", "vllm"]
+SGLANG_RULE_TAGS = ["correctness", "sglang"]  # CL2xx
 UNUSED_SUPPRESSION_TAGS = ["maintainability", "suppression"]
 # The diagnostics that are not rules, as reportingDescriptors: summary, description and tags.
 NOT_RULES = {
@@ -77,6 +78,16 @@ def sarif_log(findings: Sequence[Finding], context: ReportContext) -> dict[str, 
                 {"projectRoot": artifact_location(str(root), context.root), **supported.to_json()}
                 for root, supported in context.projects
             ],
+            **(
+                {
+                    "supportedSglang": [
+                        {"projectRoot": artifact_location(str(root), context.root), **supported.to_json()}
+                        for root, supported in context.sglang_projects
+                    ]
+                }
+                if context.sglang_projects
+                else {}
+            ),
         },
     }
     return {"$schema": SCHEMA_URI, "version": "2.1.0", "runs": [run]}
@@ -91,7 +102,7 @@ def rule_descriptor(page: RulePage) -> dict[str, Any]:
         "help": {"text": page.text, "markdown": page.text},
         "helpUri": help_uri(page.code),
         "defaultConfiguration": {"level": "error"},
-        "properties": {"tags": UNUSED_SUPPRESSION_TAGS if page.code == "CL100" else RULE_TAGS},
+        "properties": {"tags": _tags(page.code)},
     }
 
 
@@ -189,3 +200,9 @@ def sarif_fix(fix: Fix, root: Path) -> dict[str, Any]:
 def root_uri(root: Path) -> str:
     uri = root.absolute().as_uri()
     return uri if uri.endswith("/") else uri + "/"
+
+
+def _tags(code: str) -> list[str]:
+    if code == "CL100":
+        return UNUSED_SUPPRESSION_TAGS
+    return SGLANG_RULE_TAGS if code.startswith("CL2") else RULE_TAGS

@@ -18,6 +18,10 @@ def _all_rules() -> tuple[Rule, ...]:
     from cachelint.rules.cl008_unknown_worker_rpc import UnknownWorkerRpc
     from cachelint.rules.cl009_removed_engine_argument import RemovedEngineArgument
     from cachelint.rules.cl100_unused_suppression import UnusedSuppression
+    from cachelint.rules.cl201_unflushed_weight_update import UnflushedWeightUpdate
+    from cachelint.rules.cl202_refit_with_mm_embedding_cache import RefitWithMmEmbeddingCache
+    from cachelint.rules.cl203_ignored_flush_result import IgnoredFlushResult
+    from cachelint.rules.cl204_sglang_api_out_of_range import SglangApiOutOfRange
 
     return (
         WorkerOnlyCacheReset(),
@@ -30,6 +34,10 @@ def _all_rules() -> tuple[Rule, ...]:
         UnknownWorkerRpc(),
         RemovedEngineArgument(),
         UnusedSuppression(),
+        UnflushedWeightUpdate(),
+        RefitWithMmEmbeddingCache(),
+        IgnoredFlushResult(),
+        SglangApiOutOfRange(),
     )
 
 

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
-from cachelint.facts import Facts
+from cachelint.facts import Facts, load_sglang_facts
 from cachelint.finding import ChainStep, Finding, Fix, Span
 from cachelint.multimodal import nearest
 from cachelint.text_only import sends_only_text
@@ -47,6 +47,19 @@ class Context:
     # The summaries of the project's files whose shown path and bytes a test accepts, parsed when asked
     # for (cachelint.text_only looks for the requests of a folder and for classes of a hierarchy).
     summaries_where: Callable[[Callable[[str, bytes], bool]], list[FileSummary]] = _no_summaries
+    # The supported SGLang range (every known release when not given) and the SGLang facts.
+    sglang: SupportedRange | None = None
+    sglang_facts: Facts = dataclasses.field(default_factory=load_sglang_facts)
+    # The project's files with their bytes (shown path, bytes), for the SGLang rules' searches.
+    project_bytes: Callable[[], Iterable[tuple[str, bytes]]] = tuple
+
+    @property
+    def sglang_range(self) -> SupportedRange:
+        if self.sglang is None:
+            from cachelint.vllm_range import SGLANG, every_release
+
+            return every_release(dist=SGLANG)
+        return self.sglang
 
     def multimodal_notes(self, file: FileSummary, finding: Finding | None = None) -> tuple[str, ...] | None:
         """None when the multimodal rules (CL003, CL004) must stay silent on `finding` in `file`:

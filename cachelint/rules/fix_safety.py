@@ -3,9 +3,11 @@
 For each call a fix inserts (`receiver.method(...)`, read from the statements and expressions its
 changes add, with `ast`):
 - on a vLLM class, the method exists on every supported release, or a `hasattr(receiver, "method")`
-  in the inserted code guards it;
+  in the inserted code guards it; on an SGLang class (`Engine`, `TokenizerManager`), the same against
+  the SGLang facts and the supported SGLang releases (a project subclass that defines the method
+  answers for it);
 - on a project class, the class (or a project base) defines the method;
-- never on another engine's object;
+- never on another engine's object, and never vLLM's methods on SGLang's nor SGLang's on vLLM's;
 - `await` only in an `async def`, and a coroutine method of vLLM's async engine awaited there;
 - no reset the function already performs on the same receiver with nothing in between;
 - where the help names a call of the same method, it names the same receiver.
@@ -23,15 +25,16 @@ from packaging.version import Version
 
 from cachelint import provenance
 from cachelint.facts import EngineClass
-from cachelint.finding import Applicability, Change, Finding, Fix, InsertAfter, ReplaceExpression
+from cachelint.finding import Applicability, Change, Finding, Fix, InsertAfter, InsertBefore, ReplaceExpression
 from cachelint.provenance import Kind
 from cachelint.rules.base import Context
-from cachelint.summary import CallSite, FileSummary, FunctionSummary, ResetEvent
+from cachelint.summary import SGLANG_METHODS, CallSite, FileSummary, FunctionSummary, ResetEvent
 from cachelint.version_tests import dotted_name, string_value
 
-CHECKED_METHODS = frozenset(
+VLLM_METHODS = frozenset(
     {"reset_prefix_cache", "reset_mm_cache", "reset_encoder_cache", "pause_generation", "sleep", "wake_up"}
 )
+CHECKED_METHODS = VLLM_METHODS | SGLANG_METHODS
 _HELP_CALL = re.compile(r"`(?:await )?([\w.()]+)\.(\w+)\(")
 
 
@@ -45,7 +48,7 @@ class InsertedCall:
 
 def inserted_calls(change: Change) -> list[InsertedCall]:
     """The method calls a change adds (statements after an anchor, or an expression), with their guards."""
-    if isinstance(change, InsertAfter):
+    if isinstance(change, InsertAfter | InsertBefore):
         found = []
         for statement in change.statements:
             tested = _hasattr_tests(_parse(statement.guard)) if statement.guard else set()
@@ -180,12 +183,16 @@ def _call_problems(
         found = provenance.receiver(context.project, file, function, item)
     else:
         found = provenance.Receiver(Kind.UNKNOWN, "")
-    if found.kind is Kind.OTHER_ENGINE:
-        problems.append(f"`{call.receiver}` is not vLLM's: {found.why}")
+    if found.kind is Kind.SGLANG:
+        problems.extend(_sglang_problems(call, found, function, context))
+    elif found.kind is Kind.OTHER_ENGINE or (found.kind is Kind.VLLM and call.method not in VLLM_METHODS):
+        problems.append(f"`{call.receiver}` is not SGLang's: {found.why}" if found.why else f"no `{call.method}`")
     elif found.kind is Kind.PROJECT and found.project_class is not None and not found.by_name:
         cls = found.project_class.cls.name
         if not provenance.defines(context.project, cls, call.method):
             problems.append(f"`{cls}` has no `{call.method}`: add it to `{cls}` first")
+    elif call.method not in VLLM_METHODS:
+        pass  # SGLang's method on an object of unknown class: nothing says which class to check
     else:
         cls = found.engine_class or (EngineClass.ASYNC_LLM if call.awaited else EngineClass.LLM_ENGINE)
         problems.extend(_vllm_problems(call, cls, function, releases, context))
@@ -211,6 +218,36 @@ def _vllm_problems(
         problems.append(f"`{call.receiver}.{call.method}()` is a coroutine: await it")
     if not fact.is_async and call.awaited:
         problems.append(f"{cls.short}.{call.method} is not a coroutine: do not await it")
+    return problems
+
+
+def _sglang_problems(
+    call: InsertedCall, found: provenance.Receiver, function: FunctionSummary, context: Context
+) -> list[str]:
+    """An SGLang receiver: its class must have the method on every supported SGLang release (unless a
+    `hasattr` guards it), awaited exactly when it is a coroutine; a project subclass that defines the
+    method answers for it."""
+    target = found.project_class
+    if target is not None and provenance.defines(context.project, target.cls.name, call.method):
+        return []
+    cls = found.sglang_class
+    fact = context.sglang_facts.get(call.method, cls.value) if cls is not None else None
+    name = cls.value if cls is not None else "object"
+    if fact is None and call.method in VLLM_METHODS:
+        return [f"`{call.receiver}` is not vLLM's: {found.why}"]
+    if fact is None:
+        return [f"SGLang's {name} has no `{call.method}`"]
+    problems = []
+    lacking = [release for release in context.sglang_range.releases if not fact.exists_in(release)]
+    if lacking and not call.guarded:
+        problems.append(
+            f"SGLang's {name}.{call.method} exists only from SGLang {fact.first_release}: guard it with "
+            f'`if hasattr({call.receiver}, "{call.method}"):`'
+        )
+    if fact.is_async and function.is_async and not call.awaited:
+        problems.append(f"`{call.receiver}.{call.method}()` is a coroutine: await it")
+    if not fact.is_async and call.awaited:
+        problems.append(f"SGLang's {name}.{call.method} is not a coroutine: do not await it")
     return problems
 
 

@@ -75,8 +75,11 @@ class Bindings(Walker):
                 cls.attributes[name] = provenance.resolve_origin(origin, imports)
         local_classes = frozenset(cls.name for cls in self.summary.classes)
         receivers: dict[int, set[str]] = {}
+        # In a module of another engine (SGLang's `self.scheduler`, `tp_worker.model_runner`), names that
+        # reach vLLM's objects in vLLM code reach that engine's.
+        other_only = self.imports_other and not self.imports_vllm
         for item, scopes, current in self.pending:
-            kind = provenance.local_class(item.chain, scopes, current, local_classes)
+            kind = None if other_only else provenance.local_class(item.chain, scopes, current, local_classes)
             item.receiver_class = kind.value if kind else ""
             if len(item.chain) == 1:
                 for scope in scopes:
@@ -88,6 +91,7 @@ class Bindings(Walker):
             self.summary.engine = "vllm"
         elif self.imports_other:
             self.summary.engine = "other"
+        self.summary.imports_sglang = self.imports_sglang
 
     # -- imports -------------------------------------------------------------------------------------
 
@@ -118,8 +122,9 @@ class Bindings(Walker):
         engine = provenance.module_engine(module)
         if engine == "vllm":
             self.imports_vllm = True
-        elif engine == "other":
+        elif provenance.is_other_engine(engine):
             self.imports_other = True
+            self.imports_sglang = self.imports_sglang or engine == "sglang"
 
     # -- classes and functions -----------------------------------------------------------------------
 

@@ -8,7 +8,14 @@ import ast
 import re
 
 from cachelint.summary.compat import Compat, engine_argument_names, is_processor_cache_setdefault
-from cachelint.summary.model import LIFECYCLE_METHODS, PAUSE_METHODS, RESET_METHODS, CallSite, ResetEvent
+from cachelint.summary.model import (
+    LIFECYCLE_METHODS,
+    PAUSE_METHODS,
+    RESET_METHODS,
+    SGLANG_METHODS,
+    CallSite,
+    ResetEvent,
+)
 from cachelint.summary.nodes import DISPATCH_HELPERS, RPC_METHODS, last_name, rpc_name, string_parts, unawaited
 from cachelint.version_tests import dotted_name, string_value
 
@@ -16,6 +23,8 @@ AWAITING_WRAPPERS = frozenset(
     {"gather", "create_task", "ensure_future", "wait_for", "wait", "run", "shield", "get", "as_completed"}
 )
 HTTP_ROUTE = re.compile(r"/(reset_prefix_cache|reset_mm_cache|reset_encoder_cache|pause)(?:\b|$)")
+# SGLang's server routes for its weight-update and cache methods (and its pause, which vLLM names /pause).
+SGLANG_ROUTE = re.compile(r"/(" + "|".join(sorted(SGLANG_METHODS)) + r"|pause_generation)\b")
 
 
 class Calls(Compat):
@@ -113,6 +122,10 @@ class Calls(Compat):
             if method:
                 self._reset(node, method, "", [], "http")
                 return
+            method = sglang_route(arg) or sglang_endpoint(node, arg)
+            if method:
+                self._reset(node, method, "", [], "http", sglang=True)
+                return
 
     def bind(self, target: ast.expr, value: ast.expr) -> None:
         super().bind(target, value)
@@ -122,6 +135,31 @@ class Calls(Compat):
                 self.frame.routes[target.id] = method
             else:
                 self.frame.routes.pop(target.id, None)
+            fields = self._fields(value)
+            if fields is not None:
+                self.frame.requests[target.id] = fields
+            else:
+                self.frame.requests.pop(target.id, None)
+
+    def _fields(self, value: ast.expr) -> dict[str, str] | None:
+        """The fields of a request built in place: an SGLang `...ReqInput(name=value)` or a dict literal
+        (a JSON payload); None for anything else."""
+        if isinstance(value, ast.Call) and last_name(value.func).endswith("ReqInput"):
+            return {k.arg: self.source.segment(k.value) for k in value.keywords if k.arg is not None}
+        if isinstance(value, ast.Dict):
+            keys = [(string_value(key), item) for key, item in zip(value.keys, value.values, strict=True) if key]
+            return {name: self.source.segment(item) for name, item in keys if name is not None}
+        if isinstance(value, ast.Name):
+            return self.frame.requests.get(value.id)
+        return None
+
+    def request_fields(self, node: ast.Call) -> dict[str, str]:
+        """The fields of the requests a call sends (`tm.update_weights_from_tensor(obj, None)` with
+        `obj = UpdateWeightsFromTensorReqInput(flush_cache=False)`, `post(url, json={...})`)."""
+        found: dict[str, str] = {}
+        for value in (*node.args, *(keyword.value for keyword in node.keywords)):
+            found.update(self._fields(value) or {})
+        return found
 
     def _call(
         self,
@@ -141,7 +179,11 @@ class Calls(Compat):
             self.note_receiver(call_site)
         if not record_reset:
             return
-        if name in RESET_METHODS or name in PAUSE_METHODS or name == "reload_weights":
+        if name in SGLANG_METHODS and via in ("direct", "remote"):
+            self._reset(node, name, receiver_text, chain, via, sglang=True)
+        elif name in RESET_METHODS or name in PAUSE_METHODS or name == "reload_weights":
+            if name == "pause_generation" and via == "direct":
+                self._reset(node, name, receiver_text, chain, via, sglang=True)
             self._reset(node, name, receiver_text, chain, via)
         elif name == "clear" and chain and chain[-1] == "encoder_cache":
             self._reset(node, "clear", receiver_text, chain, via)
@@ -150,7 +192,9 @@ class Calls(Compat):
         elif name in LIFECYCLE_METHODS:
             self._reset(node, name, receiver_text, chain, via)
 
-    def _reset(self, node: ast.Call, method: str, receiver: str, chain: list[str], via: str) -> None:
+    def _reset(
+        self, node: ast.Call, method: str, receiver: str, chain: list[str], via: str, sglang: bool = False
+    ) -> None:
         statement = self.statements[-1] if self.statements else None
         statement_span = self.source.span(statement) if statement is not None else self.source.span(node)
         gates, hasattr_guarded = self.current_gates(statement)
@@ -193,7 +237,10 @@ class Calls(Compat):
             keyword_spans={k.arg: self.source.span(k) for k in node.keywords if k.arg is not None},
             compat_guards=self.compat_guards(),
         )
-        if method in LIFECYCLE_METHODS:
+        if sglang:
+            event.keywords = {**self.request_fields(node), **event.keywords}
+            self.frame.function.sglang.append(event)
+        elif method in LIFECYCLE_METHODS:
             self.frame.function.lifecycle.append(event)
         else:
             self.frame.function.resets.append(event)
@@ -202,6 +249,24 @@ class Calls(Compat):
             targets = statement.targets
             if len(targets) == 1 and isinstance(targets[0], ast.Name):
                 self.frame.stored_calls.setdefault(targets[0].id, []).append(event)
+
+
+def sglang_route(node: ast.expr) -> str:
+    """The SGLang method whose server route a URL names (`f"{url}/flush_cache"`), or ""."""
+    for text in string_parts(node):
+        match = SGLANG_ROUTE.search(text)
+        if match:
+            return match.group(1)
+    return ""
+
+
+def sglang_endpoint(node: ast.Call, arg: ast.expr) -> str:
+    """An SGLang method named alone to a project's request helper: `self._make_request("flush_cache")`."""
+    text = string_value(arg)
+    name = last_name(node.func).lower()
+    if text in SGLANG_METHODS and ("request" in name or "post" in name):
+        return text
+    return ""
 
 
 def route_method(node: ast.expr) -> str:

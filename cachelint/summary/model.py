@@ -19,6 +19,21 @@ RESET_METHODS = frozenset({"reset_prefix_cache", "reset_mm_cache", "reset_encode
 PAUSE_METHODS = frozenset({"pause_generation", "sleep"})
 # Engine coroutines with no cache effect, recorded (as FunctionSummary.lifecycle) for the await checks.
 LIFECYCLE_METHODS = frozenset({"resume_generation", "wake_up"})
+# SGLang's weight-update and cache methods (and routes), recorded as FunctionSummary.sglang.
+SGLANG_UPDATES = frozenset(
+    {
+        "update_weights_from_tensor",
+        "update_weights_from_distributed",
+        "update_weights_from_disk",
+        "update_weights_from_ipc",
+    }
+)
+SGLANG_METHODS = SGLANG_UPDATES | {
+    "flush_cache",
+    "release_memory_occupation",
+    "begin_weight_update",
+    "end_weight_update",
+}
 
 
 @dataclass
@@ -167,6 +182,7 @@ class FunctionSummary:
     super_calls: list[str] = field(default_factory=list)
     lifecycle: list[ResetEvent] = field(default_factory=list)  # resume_generation, wake_up (no cache effect)
     probes: list[HasattrProbe] = field(default_factory=list)
+    sglang: list[ResetEvent] = field(default_factory=list)  # SGLANG_METHODS called, or their routes posted to
     # Local names (parameters included) and how they were bound, as origins (see cachelint.provenance).
     bindings: dict[str, str] = field(default_factory=dict)
     end_line: int = 0  # the last line of the body
@@ -183,6 +199,20 @@ class ClassSummary:
     methods: list[str] = field(default_factory=list)
     # `self.<name>` attributes and how they were bound, as origins (see cachelint.provenance).
     attributes: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Launch:
+    """Where the project starts SGLang: an `Engine(...)` (or SGLang's `launch_server`,
+    `_launch_subprocesses`) in this process, or a subprocess that runs its server."""
+
+    function: str  # qualname of the enclosing function
+    kind: str  # "in-process" or "subprocess"
+    span: Span  # the call
+    statement_span: Span  # the simple statement holding it: code to run first goes before it
+    at_statement_level: bool  # the statement is a line of its own in a block (code can go before it)
+    env_span: Span | None = None  # the `env=...` keyword of a subprocess call, if any
+    env_value: str = ""
 
 
 @dataclass
@@ -206,6 +236,8 @@ class FileSummary:
     worker_extension_refs: list[str] = field(default_factory=list)
     workarounds: list[Workaround] = field(default_factory=list)
     engine_arguments: list[ArgumentUse] = field(default_factory=list)
+    imports_sglang: bool = False
+    launches: list[Launch] = field(default_factory=list)
 
     def encode(self) -> str:
         """The JSON text the cache keeps; `from_json(json.loads(text))` reads it back."""
@@ -254,8 +286,14 @@ class FileSummary:
                     "lifecycle": [event(e) for e in raw.get("lifecycle", [])],
                     "probes": [probe(h) for h in raw.get("probes", [])],
                     "requests": [Request(**r) for r in raw.get("requests", [])],
+                    "sglang": [event(e) for e in raw.get("sglang", [])],
                 }
             )
+
+        def launch(raw: dict[str, Any]) -> Launch:
+            spans = {k: span(raw[k]) for k in ("span", "statement_span")}
+            env = span(raw["env_span"]) if raw.get("env_span") else None
+            return Launch(**{**raw, **spans, "env_span": env})
 
         return cls(
             path=data["path"],
@@ -267,6 +305,8 @@ class FileSummary:
             worker_extension_refs=data["worker_extension_refs"],
             workarounds=[Workaround(**{**w, "span": span(w["span"])}) for w in data["workarounds"]],
             engine_arguments=[argument(a) for a in data.get("engine_arguments", [])],
+            imports_sglang=data.get("imports_sglang", False),
+            launches=[launch(item) for item in data.get("launches", [])],
         )
 
     def function(self, qualname: str) -> FunctionSummary | None:

@@ -11,13 +11,14 @@ import sys
 from collections.abc import Callable
 
 from cachelint.source import module_name_for
+from cachelint.summary.launches import Launches
 from cachelint.summary.model import FileSummary
 from cachelint.summary.positions import SourcePositions
-from cachelint.summary.requests import Requests
 
 
-class Summarizer(Requests):
-    """Every layer of the walk in one visitor: bindings, gates, compatibility code, calls, requests."""
+class Summarizer(Launches):
+    """Every layer of the walk in one visitor: bindings, gates, compatibility code, calls, requests,
+    launches."""
 
 
 def summarize(

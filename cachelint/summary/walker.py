@@ -87,6 +87,8 @@ class Frame:
     values: dict[str, list[tuple[str, ast.expr]]] = field(default_factory=dict)
     arguments: ast.arguments | None = None  # the function's parameters
     parameters: frozenset[str] | None = None  # those that may hold media, once the requests layer asked
+    requests: dict[str, dict[str, str]] = field(default_factory=dict)  # locals holding a request's fields
+    sglang_commands: set[str] = field(default_factory=set)  # locals holding a command that names SGLang
 
 
 class Walker(ast.NodeVisitor):
@@ -119,6 +121,7 @@ class Walker(ast.NodeVisitor):
         self.elifs: set[int] = set()  # `if` nodes spelled `elif`
         self.imports_vllm = False
         self.imports_other = False
+        self.imports_sglang = False
 
     @property
     def frame(self) -> Frame:

@@ -1,0 +1,192 @@
+"""CL202 refit-with-mm-embedding-cache: SGLang weights updated in place, with images, while SGLang's
+multimodal embedding cache is on."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from packaging.version import Version
+
+from cachelint.finding import (
+    AddKeyword,
+    Applicability,
+    Change,
+    Finding,
+    Fix,
+    InsertBefore,
+    NewStatement,
+    ReplaceKeyword,
+)
+from cachelint.multimodal import CONTENT_PART, PART_TYPES, Evidence, nearest
+from cachelint.rules.base import Context, Rule, RuleInfo
+from cachelint.rules.sglang import SglangCall, describe, sglang_calls
+from cachelint.summary import SGLANG_UPDATES, FileSummary, Launch
+
+VARIABLE = "SGLANG_VLM_CACHE_SIZE_MB"
+ON_POLICY = "rl_on_policy_target"
+ON_POLICY_WORDS = (b"rl_on_policy_target", b"rl-on-policy-target")
+# The fields of SGLang's generate request that carry media.
+MEDIA_FIELDS = re.compile(rb"\b(image_data|video_data|audio_data)\b")
+
+
+class RefitWithMmEmbeddingCache(Rule):
+    info = RuleInfo(
+        code="CL202",
+        name="refit-with-mm-embedding-cache",
+        summary="SGLang's weights updated in place for multimodal rollouts while its embedding cache is on: "
+        "repeated images get vision features computed with the old weights.",
+        fixable="sometimes",
+    )
+
+    def check(self, file: FileSummary, context: Context) -> Iterator[Finding]:
+        if context.settings.multimodal is False:
+            return
+        updates = sglang_calls(context, SGLANG_UPDATES)
+        call = _reported(updates)
+        if call is None or call.ref.file.path != file.path:
+            return
+        stale = stale_releases(context)
+        media = media_evidence(context)
+        if not stale or (context.settings.multimodal == "auto" and not media):
+            return
+        notes = [call.note]
+        if len(updates) > 1:
+            notes.append(f"the project updates SGLang's weights at {len(updates)} places; this is the first")
+        if media:
+            notes.append(nearest(media, file.path).note)
+        yield self.finding(
+            file,
+            call.event.span,
+            _message(call, stale, context),
+            _help(context),
+            fix=_fix(context),
+            function=call.ref.function.qualname,
+            notes=tuple(notes),
+        )
+
+
+def _reported(updates: list[SglangCall]) -> SglangCall | None:
+    """Where the project's finding goes (one per project: the cache is configured once, where SGLang is
+    launched): the first update outside a project wrapper named like SGLang's method (a client's
+    `update_weights_from_tensor` posting to the route), else the first update."""
+    outside = [call for call in updates if call.ref.function.name not in SGLANG_UPDATES]
+    chosen = outside or updates
+    return chosen[0] if chosen else None
+
+
+def stale_releases(context: Context) -> list[Version]:
+    """The supported SGLang releases on which the embedding cache keeps entries across requests and the
+    project does not turn it off: none when it names the variable, and from the release where
+    `rl_on_policy_target` turns it off on, none when the project names that option."""
+
+    def find() -> list[Version]:
+        facts = context.sglang_facts
+        variable = facts.environment.get(VARIABLE)
+        if variable is None or variable.effect_since is None:
+            return []
+        mentions = _mentions(context)
+        if VARIABLE.encode() in mentions:
+            return []
+        on_policy = facts.engine_argument(ON_POLICY)
+        off_from = on_policy.effect_since if on_policy is not None and ON_POLICY.encode() in mentions else None
+        return [
+            release
+            for release in context.sglang_range.releases
+            if release >= variable.effect_since and (off_from is None or release < off_from)
+        ]
+
+    return context.project.memoized("CL202:stale", find)
+
+
+def _mentions(context: Context) -> set[bytes]:
+    found: set[bytes] = set()
+    for _, raw in context.project_bytes():
+        if VARIABLE.encode() in raw:
+            found.add(VARIABLE.encode())
+        if any(word in raw for word in ON_POLICY_WORDS):
+            found.add(ON_POLICY.encode())
+    return found
+
+
+def media_evidence(context: Context) -> tuple[Evidence, ...]:
+    """The files that show the project sends SGLang images, videos or audio: they name SGLang and hold a
+    media field of its generate request (`image_data`, `video_data`, `audio_data`) or a chat content
+    part of a media type (`{"type": "image_url"}`). A media field in code that never names SGLang
+    (a vLLM-only multimodal path of a project that uses both engines) does not count."""
+
+    def find() -> tuple[Evidence, ...]:
+        found = []
+        for path, raw in context.project_bytes():
+            if b"sglang" not in raw and b"SGLang" not in raw:
+                continue
+            hits = []
+            match = MEDIA_FIELDS.search(raw)
+            if match is not None:
+                hits.append((match.start(), match.group(1).decode()))
+            if any(part in raw for part in PART_TYPES):
+                part = CONTENT_PART.search(raw)
+                if part is not None:
+                    hits.append((part.start(), f'"type": "{part.group(1).decode()}"'))
+            if hits:
+                at, word = min(hits)
+                found.append(Evidence(path, raw.count(b"\n", 0, at) + 1, word))
+        return tuple(found)
+
+    return context.project.memoized("CL202:media", find)
+
+
+def _message(call: SglangCall, stale: list[Version], context: Context) -> str:
+    event = call.event
+    shown = f"POST /{event.method}" if event.via == "http" else f"{event.receiver}.{event.method}(...)"
+    supported = list(context.sglang_range.releases)
+    share = describe(stale) if stale == supported else f"{describe(stale)} of the supported {describe(supported)}"
+    return (
+        f"`{shown}` updates SGLang's weights in place, but SGLang's multimodal embedding cache (on unless "
+        f"{VARIABLE}=0) keeps vision-encoder outputs computed with the old weights: no weight update and no "
+        f"`flush_cache` clears it, so a repeated image gets the old policy's features (SGLang {share})"
+    )
+
+
+def _help(context: Context) -> str:
+    on_policy = context.sglang_facts.engine_argument(ON_POLICY)
+    since = f" (SGLang {on_policy.effect_since}+)" if on_policy is not None and on_policy.effect_since else ""
+    return (
+        f'Turn the cache off where SGLang is launched: `{VARIABLE}="0"` in the environment of the server or '
+        f"engine process, or launch with `--rl-on-policy-target`{since}"
+    )
+
+
+def _launches(context: Context) -> list[tuple[FileSummary, Launch]]:
+    return [(file, launch) for file in context.project.files.values() for launch in file.launches]
+
+
+def _fix(context: Context) -> Fix:
+    """The variable set at every launch site of the project, when each can take it."""
+    help_text = _help(context)
+    launches = _launches(context)
+    changes = [_change(file, launch) for file, launch in launches]
+    if not launches or any(change is None for change in changes):
+        return Fix(help_text, Applicability.DISPLAY)
+    sites = ", ".join(f"{file.path}:{launch.span.line}" for file, launch in launches)
+    return Fix(
+        f"Set {VARIABLE}=0 where SGLang is launched ({sites})",
+        Applicability.UNSAFE,
+        changes=tuple(change for change in changes if change is not None),
+    )
+
+
+def _change(file: FileSummary, launch: Launch) -> Change | None:
+    """`env={**env, "SGLANG_VLM_CACHE_SIZE_MB": "0"}` for a subprocess, `os.environ[...] = "0"` before an
+    in-process launch (its processes inherit the environment); None when the file does not import `os`
+    where it is needed, or there is no statement to go before."""
+    entry = f'"{VARIABLE}": "0"'
+    if launch.kind == "subprocess" and launch.env_span is not None:
+        return ReplaceKeyword(file.path, launch.env_span, "env", f"{{**{launch.env_value}, {entry}}}")
+    if file.imports.get("os") != "os":
+        return None
+    if launch.kind == "subprocess":
+        return AddKeyword(file.path, launch.span, "env", f"{{**os.environ, {entry}}}")
+    if not launch.at_statement_level:
+        return None
+    return InsertBefore(file.path, launch.statement_span, (NewStatement(f'os.environ["{VARIABLE}"] = "0"'),))

@@ -1,0 +1,90 @@
+"""Launches: where a project starts SGLang, so that a fix can configure it there (CL202).
+
+In this process: SGLang's `Engine(...)`, `launch_server(...)` or `_launch_subprocesses(...)` (its
+schedulers are child processes that inherit the environment), or a `multiprocessing.Process` whose
+target is one of them. In a subprocess: `subprocess.Popen` (`run`, `call`, ...) where a string argument
+names SGLang (`"sglang.launch_server"`) or the function, class or module that launches it does
+(`SGLangBackend.launch_server`, `.../sglang_server.py`).
+"""
+
+from __future__ import annotations
+
+import ast
+
+from cachelint import provenance
+from cachelint.summary.model import Launch
+from cachelint.summary.nodes import string_parts
+from cachelint.summary.requests import Requests
+from cachelint.version_tests import dotted_name
+
+IN_PROCESS = frozenset({"Engine", "launch_server", "_launch_subprocesses"})
+SUBPROCESS_CALLS = frozenset({"Popen", "run", "call", "check_call", "check_output"})
+
+
+class Launches(Requests):
+    """SGLang launch sites."""
+
+    def visit_Call(self, node: ast.Call) -> None:
+        self._note_launch(node)
+        super().visit_Call(node)
+
+    def bind(self, target: ast.expr, value: ast.expr) -> None:
+        super().bind(target, value)
+        if isinstance(target, ast.Name):
+            if _names_sglang(value):
+                self.frame.sglang_commands.add(target.id)
+            else:
+                self.frame.sglang_commands.discard(target.id)
+
+    def _note_launch(self, node: ast.Call) -> None:
+        dotted = dotted_name(node.func)
+        if not dotted:
+            return
+        resolved = provenance.resolve_dotted(dotted, self.summary.imports)
+        name = dotted.rsplit(".", 1)[-1]
+        module = resolved.split(".")[0]
+        in_process = name in IN_PROCESS and provenance.module_engine(resolved) == "sglang"
+        if in_process or (name == "Process" and module == "multiprocessing" and self._targets_sglang(node)):
+            self._launch(node, "in-process")
+        elif name in SUBPROCESS_CALLS and module == "subprocess" and self._names_sglang(node):
+            self._launch(node, "subprocess")
+
+    def _targets_sglang(self, node: ast.Call) -> bool:
+        for keyword in node.keywords:
+            if keyword.arg == "target":
+                target = dotted_name(keyword.value) or ""
+                return provenance.module_engine(provenance.resolve_dotted(target, self.summary.imports)) == "sglang"
+        return False
+
+    def _names_sglang(self, node: ast.Call) -> bool:
+        """Whether a string argument (or a local command list holding one), or the function, class or
+        module around the call, names SGLang."""
+        for value in (*node.args, *(keyword.value for keyword in node.keywords)):
+            if _names_sglang(value) or (isinstance(value, ast.Name) and value.id in self.frame.sglang_commands):
+                return True
+        function = self.frame.function
+        around = (function.qualname, self.classes[-1].name if self.classes else "", self.summary.module)
+        return any("sglang" in text.lower() for text in around)
+
+    def _launch(self, node: ast.Call, kind: str) -> None:
+        statement = self.statement()
+        env = next((keyword for keyword in node.keywords if keyword.arg == "env"), None)
+        self.summary.launches.append(
+            Launch(
+                function=self.frame.function.qualname,
+                kind=kind,
+                span=self.source.span(node),
+                statement_span=self.statement_span(),
+                at_statement_level=statement is not None and self.header() is None,
+                env_span=self.source.span(env) if env is not None else None,
+                env_value=self.source.segment(env.value) if env is not None else "",
+            )
+        )
+
+
+def _names_sglang(value: ast.expr) -> bool:
+    """Whether a string in `value` (a literal, an f-string, a list of them) names SGLang."""
+    return any(
+        isinstance(item, ast.expr) and any("sglang" in text.lower() for text in string_parts(item))
+        for item in ast.walk(value)
+    )
