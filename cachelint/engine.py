@@ -62,10 +62,16 @@ TRIGGER_WORDS = (
     # engine coroutines with no cache effect (CL005): only judged on receivers built or annotated as these
     b"AsyncLLM",
     b"EngineClient",
-    # SGLang (CL201-CL204): its weight updates and flushes, and the modules that import, use or launch
-    # it (`sglang.srt...`, "sglang.launch_server"); a bare "sglang" in a name or a comment does not count
+    # SGLang (CL201-CL204): its flushes and weight updates (called, defined, or named as a route), and
+    # the modules that import, use or launch it (`sglang.srt...`, "sglang.launch_server",
+    # `config.sglang.`); a bare "sglang" in a name, or an update named in prose (a docstring's
+    # ``update_weights_from_tensor``), does not count
     b"flush_cache",
-    b"update_weights_from_",
+    b".update_weights_from_",
+    b"/update_weights_from_",
+    b'"update_weights_from_',
+    b"'update_weights_from_",
+    b"def update_weights_from_",
     b"release_memory_occupation",
     b"import sglang",
     b"from sglang",

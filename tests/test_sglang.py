@@ -13,7 +13,7 @@ import pytest
 from cli_runner import check, write_tree
 
 from cachelint.config import Settings
-from cachelint.engine import analyze
+from cachelint.engine import Triggers, analyze
 from cachelint.facts import SglangClass
 from cachelint.project import ProjectIndex
 from cachelint.provenance import Kind, receiver
@@ -280,3 +280,22 @@ def test_cl2_selects_the_sglang_rules(tmp_path: Path) -> None:
     assert only_sglang.code == 1 and "CL201" in only_sglang.stdout
     without = check("--output-format", "concise", "--ignore", "CL2", ".", cwd=project)
     assert without.code == 0 and "CL2" not in without.stdout
+
+
+@pytest.mark.parametrize(
+    ("source", "holds"),
+    [
+        (b"engine.update_weights_from_tensor(named_tensors=tensors)\n", True),
+        (b'requests.post(f"{url}/update_weights_from_disk", json=body)\n', True),
+        (b'client.call("update_weights_from_distributed", names)\n', True),
+        (b"class Loader:\n    def update_weights_from_ipc(self):\n        pass\n", True),
+        (b'cmd = ["python", "-m", "sglang.launch_server", "--port", "30000"]\n', True),
+        (b"from sglang.srt.utils import MultiprocessingSerializer\n", True),
+        (b'"""Sends the weights to SGLang with ``update_weights_from_tensor`` IPC."""\n', False),
+        (b"# the sglang rollout loads the weights\nrollout_name = 'sglang'\n", False),
+    ],
+)
+def test_sglang_trigger_words_are_code_not_prose(source: bytes, holds: bool) -> None:
+    """Only a file whose bytes hold a trigger word is parsed up front; an update named in a docstring
+    would make a checkpoint module a refit root, and its calls pull the training engines in on demand."""
+    assert Triggers(()).held_by(source) is holds
