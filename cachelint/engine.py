@@ -62,20 +62,17 @@ TRIGGER_WORDS = (
     # engine coroutines with no cache effect (CL005): only judged on receivers built or annotated as these
     b"AsyncLLM",
     b"EngineClient",
-    # SGLang (CL201-CL204): its flushes and weight updates (called, defined, or named as a route), and
-    # the modules that import, use or launch it (`sglang.srt...`, "sglang.launch_server",
-    # `config.sglang.`); a bare "sglang" in a name, or an update named in prose (a docstring's
-    # ``update_weights_from_tensor``), does not count
+    # SGLang's flushes and memory release (CL201-CL204)
     b"flush_cache",
-    b".update_weights_from_",
-    b"/update_weights_from_",
-    b'"update_weights_from_',
-    b"'update_weights_from_",
-    b"def update_weights_from_",
     b"release_memory_occupation",
-    b"import sglang",
-    b"from sglang",
-    b"sglang.",
+)
+# Words that count only where a pattern around them also matches (searched for only in files holding
+# the word): SGLang's weight updates called, defined or named as a route, not named in prose (a
+# docstring's ``update_weights_from_tensor``); the modules that import, use or launch SGLang
+# (`sglang.srt...`, "sglang.launch_server", `config.sglang.`), not those naming it in a word.
+TRIGGER_PATTERNS = (
+    (b"update_weights_from_", re.compile(rb"[./\"']update_weights_from_|def update_weights_from_")),
+    (b"sglang", re.compile(rb"(?:^|\s)(?:import|from)[ \t]+sglang\b|sglang\.")),
 )
 
 
@@ -103,8 +100,8 @@ _FIXED_WORDS = tuple(
 
 
 class Triggers:
-    """Whether a file's bytes hold a trigger word: one of TRIGGER_WORDS, or `def NAME` for a
-    weight-update function NAME. Rather than each `def NAME` being searched for (a pass over the bytes
+    """Whether a file's bytes hold a trigger word: one of TRIGGER_WORDS or TRIGGER_PATTERNS, or `def NAME`
+    for a weight-update function NAME. Rather than each `def NAME` being searched for (a pass over the bytes
     per name), the word after each `def ` is looked up by its prefixes among the names: one pass, and
     as fast for 50,000 names as for 20. Names that are not ASCII words are searched for as they are."""
 
@@ -117,6 +114,8 @@ class Triggers:
 
     def held_by(self, raw: bytes) -> bool:
         if any(word in raw for word in self.searched):
+            return True
+        if any(word in raw and pattern.search(raw) for word, pattern in TRIGGER_PATTERNS):
             return True
         if not self.names:
             return False

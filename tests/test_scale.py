@@ -12,7 +12,7 @@ from pathlib import Path
 from cli_runner import DEMO
 
 from cachelint.config import DEFAULT_REFIT_FUNCTIONS, Settings
-from cachelint.engine import TRIGGER_WORDS, Triggers, analyze
+from cachelint.engine import TRIGGER_PATTERNS, TRIGGER_WORDS, Triggers, analyze
 from cachelint.finding import Applicability, Edit, Finding, Fix, Span
 from cachelint.output import ReportContext, render
 
@@ -20,8 +20,11 @@ CORPUS = [path.read_bytes() for path in sorted((DEMO.parent).rglob("*.py"))]
 
 
 def holds_a_trigger(raw: bytes, names: list[str]) -> bool:
-    """The definition: one of TRIGGER_WORDS, or `def NAME`, is in the bytes."""
-    return any(word in raw for word in (*TRIGGER_WORDS, *(f"def {name}".encode() for name in names)))
+    """The definition: one of TRIGGER_WORDS, or `def NAME`, is in the bytes, or one of TRIGGER_PATTERNS
+    matches them."""
+    return any(word in raw for word in (*TRIGGER_WORDS, *(f"def {name}".encode() for name in names))) or any(
+        pattern.search(raw) for _, pattern in TRIGGER_PATTERNS
+    )
 
 
 def test_trigger_words_are_found_exactly_as_defined() -> None:
@@ -44,7 +47,7 @@ def test_fifty_thousand_weight_update_names(tmp_path: Path) -> None:
     assert triggers.held_by(source)
     assert not triggers.held_by(source.replace(b"push", b"pull"))
     every_name = re.compile(rb"def push_weights_[0-9]")  # each holds `def push_weights_` and one of the names
-    expected = [every_name.search(raw) is not None or any(word in raw for word in TRIGGER_WORDS) for raw in CORPUS]
+    expected = [every_name.search(raw) is not None or holds_a_trigger(raw, []) for raw in CORPUS]
     assert [triggers.held_by(raw) for raw in CORPUS] == expected
     (tmp_path / "trainer.py").write_bytes(source)
     (tmp_path / "pyproject.toml").write_text('[project]\nname = "t"\n', encoding="utf-8")

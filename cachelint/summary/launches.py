@@ -12,8 +12,9 @@ from __future__ import annotations
 import ast
 
 from cachelint import provenance
-from cachelint.summary.model import Launch
+from cachelint.summary.model import FileSummary, Launch
 from cachelint.summary.nodes import string_parts
+from cachelint.summary.positions import SourcePositions
 from cachelint.summary.requests import Requests
 from cachelint.version_tests import dotted_name
 
@@ -24,13 +25,18 @@ SUBPROCESS_CALLS = frozenset({"Popen", "run", "call", "check_call", "check_outpu
 class Launches(Requests):
     """SGLang launch sites."""
 
+    def __init__(self, summary: FileSummary, source: SourcePositions, helpers: tuple[str, ...]) -> None:
+        super().__init__(summary, source, helpers)
+        # Most files never name SGLang in a string: their values are not searched for it.
+        self.strings_may_name_sglang = "sglang" in "".join(source.lines).lower()
+
     def visit_Call(self, node: ast.Call) -> None:
         self._note_launch(node)
         super().visit_Call(node)
 
     def bind(self, target: ast.expr, value: ast.expr) -> None:
         super().bind(target, value)
-        if isinstance(target, ast.Name):
+        if isinstance(target, ast.Name) and self.strings_may_name_sglang:
             if _names_sglang(value):
                 self.frame.sglang_commands.add(target.id)
             else:
@@ -60,6 +66,8 @@ class Launches(Requests):
         """Whether a string argument (or a local command list holding one), or the function, class or
         module around the call, names SGLang."""
         for value in (*node.args, *(keyword.value for keyword in node.keywords)):
+            if not self.strings_may_name_sglang:
+                break
             if _names_sglang(value) or (isinstance(value, ast.Name) and value.id in self.frame.sglang_commands):
                 return True
         function = self.frame.function
