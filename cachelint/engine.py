@@ -68,12 +68,9 @@ TRIGGER_WORDS = (
 )
 # Words that count only where a pattern around them also matches (searched for only in files holding
 # the word): SGLang's weight updates called, defined or named as a route, not named in prose (a
-# docstring's ``update_weights_from_tensor``); the modules that import, use or launch SGLang
-# (`sglang.srt...`, "sglang.launch_server", `config.sglang.`), not those naming it in a word.
-TRIGGER_PATTERNS = (
-    (b"update_weights_from_", re.compile(rb"[./\"']update_weights_from_|def update_weights_from_")),
-    (b"sglang", re.compile(rb"(?:^|\s)(?:import|from)[ \t]+sglang\b|sglang\.")),
-)
+# docstring's ``update_weights_from_tensor``). A file that only imports or launches SGLang is parsed
+# when a finding asks for it (CL202's launch sites).
+TRIGGER_PATTERNS = ((b"update_weights_from_", re.compile(rb"[./\"']update_weights_from_|def update_weights_from_")),)
 
 
 _LEADING_WORD = re.compile(rb"\w+")

@@ -289,8 +289,9 @@ def test_cl2_selects_the_sglang_rules(tmp_path: Path) -> None:
         (b'requests.post(f"{url}/update_weights_from_disk", json=body)\n', True),
         (b'client.call("update_weights_from_distributed", names)\n', True),
         (b"class Loader:\n    def update_weights_from_ipc(self):\n        pass\n", True),
-        (b'cmd = ["python", "-m", "sglang.launch_server", "--port", "30000"]\n', True),
-        (b"from sglang.srt.utils import MultiprocessingSerializer\n", True),
+        # a launch or an import alone is parsed when CL202 asks for the project's launch sites
+        (b'cmd = ["python", "-m", "sglang.launch_server", "--port", "30000"]\n', False),
+        (b"from sglang.srt.utils import MultiprocessingSerializer\n", False),
         (b'"""Sends the weights to SGLang with ``update_weights_from_tensor`` IPC."""\n', False),
         (b"# the sglang rollout loads the weights\nrollout_name = 'sglang'\n", False),
     ],

@@ -127,8 +127,8 @@ class FixCacheResets(CodemodCommand):
             if fix is None or not allowed(fix, self.unsafe_fixes):
                 continue
             where = f"{finding.path}:{finding.span.line}:{finding.span.col}: {finding.code} fix not applied"
-            if len(fix.paths) > 1:
-                files = f"{', '.join(fix.paths[:-1])} and {fix.paths[-1]}"
+            if list(fix.paths) != [finding.path]:
+                files = f"{', '.join(fix.paths[:-1])} and {fix.paths[-1]}" if len(fix.paths) > 1 else fix.paths[0]
                 self.warn(f"{where}: it changes {files}; `cachelint check --fix` makes it")
                 continue
             try:

@@ -157,8 +157,31 @@ def _help(context: Context) -> str:
     )
 
 
+# The calls that may launch SGLang (cachelint.summary.launches says which count); `run(` and `call(`
+# only in a file that names `subprocess`.
+IN_PROCESS_OR_POPEN = re.compile(rb"\b(?:Engine|launch_server|_launch_subprocesses|Process|Popen)\(")
+SUBPROCESS_RUN = re.compile(rb"\b(?:run|call|check_call|check_output)\(")
+
+
+def _may_launch(path: str, raw: bytes) -> bool:
+    """Whether a file may start SGLang: it names SGLang (in its path or its bytes, in any case) and holds
+    a call that may launch it."""
+    if "sglang" not in path.lower() and b"sglang" not in raw.lower():
+        return False
+    return IN_PROCESS_OR_POPEN.search(raw) is not None or (
+        b"subprocess" in raw and SUBPROCESS_RUN.search(raw) is not None
+    )
+
+
 def _launches(context: Context) -> list[tuple[FileSummary, Launch]]:
-    return [(file, launch) for file in context.project.files.values() for launch in file.launches]
+    """Every launch site of the project: the files that may hold one are parsed when a finding asks."""
+
+    def find() -> list[tuple[FileSummary, Launch]]:
+        files = {file.path: file for file in context.project.files.values()}
+        files.update((file.path, file) for file in context.summaries_where(_may_launch))
+        return [(file, launch) for _, file in sorted(files.items()) for launch in file.launches]
+
+    return context.project.memoized("CL202:launches", find)
 
 
 def _fix(context: Context) -> Fix:
