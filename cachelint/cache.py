@@ -197,9 +197,8 @@ class Cache:
         data = inputs.encode("utf-8", "surrogateescape")  # it may name files whose names are not UTF-8
         return "run:" + hashlib.sha256(self.salt + b"\0run\0" + data).hexdigest()
 
-    def get_run(self, key: str, file_keys: list[str]) -> list[dict[str, Any]] | None:
-        """The findings stored under the run `key`. When first read on a day, the entries of
-        `file_keys` count as used that day too (they must outlive the run entry)."""
+    def _entry(self, key: str) -> tuple[str, int] | None:
+        """The value and last-used day of the entry `key` (a run's kind), if any."""
         connection = self._connect()
         if connection is None:
             return None
@@ -208,6 +207,12 @@ class Cache:
         except Exception as error:
             self._turn_off("cannot read", error)
             return None
+        return None if row is None else (row[0], row[1])
+
+    def get_run(self, key: str, file_keys: list[str]) -> list[dict[str, Any]] | None:
+        """The findings stored under the run `key`. When first read on a day, the entries of
+        `file_keys` count as used that day too (they must outlive the run entry)."""
+        row = self._entry(key)
         if row is None:
             return None
         try:
@@ -223,14 +228,7 @@ class Cache:
 
     def get_text(self, key: str) -> str | None:
         """The text stored under `key` by `put_text`, if any."""
-        connection = self._connect()
-        if connection is None:
-            return None
-        try:
-            row = connection.execute("SELECT value, used FROM entries WHERE key = ?", (key,)).fetchone()
-        except Exception as error:
-            self._turn_off("cannot read", error)
-            return None
+        row = self._entry(key)
         if row is None:
             return None
         if row[1] != self._today:
