@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from packaging.version import Version
 
 from cachelint import provenance
-from cachelint.facts import EngineClass
+from cachelint.facts import ApiFact, EngineClass
 from cachelint.finding import Applicability, Change, Finding, Fix, InsertAfter, InsertBefore, ReplaceExpression
 from cachelint.provenance import Kind
 from cachelint.rules.base import Context
@@ -207,18 +207,7 @@ def _vllm_problems(
     fact = context.facts.get(call.method, cls)
     if fact is None:
         return [f"vLLM's {cls.short} has no `{call.method}`"]
-    problems = []
-    lacking = [release for release in releases if not fact.exists_in(release)]
-    if lacking and not call.guarded:
-        problems.append(
-            f"{cls.short}.{call.method} exists only from vLLM {fact.first_release}: guard it with "
-            f'`if hasattr({call.receiver}, "{call.method}"):`'
-        )
-    if fact.is_async and function.is_async and not call.awaited:
-        problems.append(f"`{call.receiver}.{call.method}()` is a coroutine: await it")
-    if not fact.is_async and call.awaited:
-        problems.append(f"{cls.short}.{call.method} is not a coroutine: do not await it")
-    return problems
+    return _fact_problems(call, fact, f"{cls.short}.{call.method}", "vLLM", releases, function)
 
 
 def _sglang_problems(
@@ -237,17 +226,27 @@ def _sglang_problems(
         return [f"`{call.receiver}` is not vLLM's: {found.why}"]
     if fact is None:
         return [f"SGLang's {name} has no `{call.method}`"]
+    releases = list(context.sglang_range.releases)
+    return _fact_problems(call, fact, f"SGLang's {name}.{call.method}", "SGLang", releases, function)
+
+
+def _fact_problems(
+    call: InsertedCall, fact: ApiFact, method: str, engine: str, releases: list[Version], function: FunctionSummary
+) -> list[str]:
+    """What the facts of the inserted call's method (`method`, as people name it, of `engine`) say
+    against it: a release of `releases` without it and no `hasattr` guard, a coroutine not awaited in
+    a coroutine, an await of a plain method."""
     problems = []
-    lacking = [release for release in context.sglang_range.releases if not fact.exists_in(release)]
+    lacking = [release for release in releases if not fact.exists_in(release)]
     if lacking and not call.guarded:
         problems.append(
-            f"SGLang's {name}.{call.method} exists only from SGLang {fact.first_release}: guard it with "
+            f"{method} exists only from {engine} {fact.first_release}: guard it with "
             f'`if hasattr({call.receiver}, "{call.method}"):`'
         )
     if fact.is_async and function.is_async and not call.awaited:
         problems.append(f"`{call.receiver}.{call.method}()` is a coroutine: await it")
     if not fact.is_async and call.awaited:
-        problems.append(f"SGLang's {name}.{call.method} is not a coroutine: do not await it")
+        problems.append(f"{method} is not a coroutine: do not await it")
     return problems
 
 
