@@ -1020,7 +1020,7 @@ class ProjectRun:
         self.consulted = whole or self.walked
         self.run_key: str | None = None
         self.unread = False  # answered from the cache without reading the files
-        self.imports_sglang = False  # a file of the project imports SGLang
+        self.imports_sglang = False  # a file imports SGLang (looked for when no SGLang range is pinned or set)
 
     def read(self) -> None:
         """Read the targets and, when the range can matter (a whole project is checked, or a target
@@ -1100,7 +1100,7 @@ class ProjectRun:
             self.cache.flush()
 
     def report(self, findings: list[Finding]) -> Analysis:
-        if not self.unread:
+        if not self.unread and self.sglang.assumed:  # a pinned or set SGLang range is shown anyway
             from cachelint.provenance import imports_sglang
 
             self.imports_sglang = any(imports_sglang(loaded.raw) for loaded in self.analyzer.loaded.values())

@@ -28,7 +28,7 @@ class Launches(Requests):
     def __init__(self, summary: FileSummary, source: SourcePositions, helpers: tuple[str, ...]) -> None:
         super().__init__(summary, source, helpers)
         # Most files never name SGLang in a string: their values are not searched for it.
-        self.strings_may_name_sglang = "sglang" in "".join(source.lines).lower()
+        self.strings_may_name_sglang = "sglang" in source.text.lower()
 
     def visit_Call(self, node: ast.Call) -> None:
         self._note_launch(node)

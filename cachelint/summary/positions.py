@@ -12,6 +12,7 @@ class SourcePositions:
     """Positions and text of ast nodes (ast counts columns in UTF-8 bytes; spans count characters)."""
 
     def __init__(self, text: str) -> None:
+        self.text = text
         self.lines = source_lines(text)
         self._encoded: dict[int, bytes] = {}
 

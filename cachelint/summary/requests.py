@@ -46,7 +46,7 @@ class Requests(Calls):
     def __init__(self, summary: FileSummary, source: SourcePositions, helpers: tuple[str, ...]) -> None:
         super().__init__(summary, source, helpers)
         self.lambda_parameters: list[frozenset[str]] = []
-        text = "".join(source.lines)
+        text = source.text
         # Most files hold no request: they are walked as if this layer were not there.
         self.may_call = any(word in text for word in CALL_WORDS)
         self.may_post = any(word in text for word in ROUTE_WORDS)
