@@ -23,21 +23,23 @@ from cachelint.cache import Cache, FileRecord
 from cachelint.config import CONFIG_FILE_NAMES, ConfigError, Settings, selector_matches
 from cachelint.discovery import Excludes, discover, walk_python_files
 from cachelint.finding import INTERNAL_ERROR, INVALID_SYNTAX, IO_ERROR, Finding, Span
-from cachelint.multimodal import Evidence, find_evidence
 from cachelint.source import (
     SourceError,
     SourceFile,
     check_syntax,
     decode_source,
     file_signature,
+    imports_sglang,
     module_name_for,
     parse_python,
     read_file,
     read_file_with_stat,
 )
 from cachelint.vllm_range import SGLANG, SupportedRange
+from cachelint.word_search import WordSearch
 
 if TYPE_CHECKING:  # the rest is imported when the findings are not in the cache
+    from cachelint.multimodal import Evidence
     from cachelint.project import ProjectIndex
     from cachelint.rules import Context, Rule
     from cachelint.summary import FileSummary
@@ -59,18 +61,22 @@ TRIGGER_WORDS = (
     b"disable_mm_preprocessor_cache",
     b"worker_extension_cls",
     b"reload_weights",
-    # engine coroutines with no cache effect (CL005): only judged on receivers built or annotated as these
-    b"AsyncLLM",
-    b"EngineClient",
     # SGLang's flushes and memory release (CL201-CL204)
     b"flush_cache",
     b"release_memory_occupation",
 )
-# Words that count only where a pattern around them also matches (searched for only in files holding
-# the word): SGLang's weight updates called, defined or named as a route, not named in prose (a
-# docstring's ``update_weights_from_tensor``). A file that only imports or launches SGLang is parsed
-# when a finding asks for it (CL202's launch sites).
-TRIGGER_PATTERNS = ((b"update_weights_from_", re.compile(rb"[./\"']update_weights_from_|def update_weights_from_")),)
+# Words that count only where a pattern also matches (searched for only in files holding the word):
+# - SGLang's weight updates called, defined or named as a route, not named in prose (a docstring's
+#   ``update_weights_from_tensor``). A file that only imports or launches SGLang is parsed when a
+#   finding asks for it (CL202's launch sites).
+# - AsyncLLM and EngineClient, which make a receiver's coroutines judged (CL005), where the file also
+#   names one of those coroutines that no other trigger word names.
+_OTHER_COROUTINES = re.compile(rb"sleep|wake_up|resume_generation")
+TRIGGER_PATTERNS = (
+    (b"update_weights_from_", re.compile(rb"[./\"']update_weights_from_|def update_weights_from_")),
+    (b"AsyncLLM", _OTHER_COROUTINES),
+    (b"EngineClient", _OTHER_COROUTINES),
+)
 
 
 _LEADING_WORD = re.compile(rb"\w+")
@@ -94,6 +100,8 @@ _ASCII_WORD = re.compile(r"\w+", re.ASCII)
 _FIXED_WORDS = tuple(
     word for word in TRIGGER_WORDS if not any(other != word and other in word for other in TRIGGER_WORDS)
 )
+# Parts that several trigger words share: a file without one is not searched for those words.
+_SHARED_PARTS = (b"_cache", b"sleep(")
 
 
 class Triggers:
@@ -105,12 +113,13 @@ class Triggers:
     def __init__(self, refit_functions: Iterable[str]) -> None:
         names = set(refit_functions)
         words = {name for name in names if _ASCII_WORD.fullmatch(name)}
-        self.searched = _FIXED_WORDS + tuple(sorted(f"def {name}".encode() for name in names - words))
+        searched = _FIXED_WORDS + tuple(sorted(f"def {name}".encode() for name in names - words))
+        self.searched = WordSearch(searched, _SHARED_PARTS)
         self.names = frozenset(name.encode() for name in words)
         self.lengths = sorted({len(name) for name in self.names})
 
     def held_by(self, raw: bytes) -> bool:
-        if any(word in raw for word in self.searched):
+        if self.searched.any_in(raw):
             return True
         if any(word in raw and pattern.search(raw) for word, pattern in TRIGGER_PATTERNS):
             return True
@@ -651,9 +660,16 @@ class Analyzer:
             if loaded.error is None:
                 yield loaded.display, loaded.raw
 
+    @functools.cached_property
+    def imports_sglang(self) -> bool:
+        """Whether a readable file of the project imports SGLang (searched for once per run)."""
+        return any(imports_sglang(loaded.raw) for loaded in self.loaded.values())
+
     def multimodal_evidence(self) -> tuple[Evidence, ...]:
         """Where the files of the project, by path, show that they send multimodal input to vLLM; what
         each file holds is kept in its record, so a warm run looks at no bytes."""
+        from cachelint.multimodal import Evidence, find_evidence
+
         found = []
         for loaded in sorted(self.loaded.values(), key=lambda loaded: loaded.display):
             record = loaded.record
@@ -680,10 +696,9 @@ class Analyzer:
         return [loaded.summary for loaded in wanted if loaded.summary is not None]
 
 
-# Every suppression directive holds one of these words, and every one that can be unused (CL100) these,
-# in lower case ("cachel", not "cachelint": the directive's IGNORECASE lets i match two more letters).
+# Every suppression directive holds one of these words in lower case ("cachel", not "cachelint": the
+# directive's IGNORECASE lets i match two more letters).
 DIRECTIVE_WORDS = r"noqa|cachel"
-UNUSED_DIRECTIVE_WORDS = r"cachel|noqa[^\r\n]*cl"
 
 
 @contextmanager
@@ -1101,9 +1116,7 @@ class ProjectRun:
 
     def report(self, findings: list[Finding]) -> Analysis:
         if not self.unread and self.sglang.assumed:  # a pinned or set SGLang range is shown anyway
-            from cachelint.provenance import imports_sglang
-
-            self.imports_sglang = any(imports_sglang(loaded.raw) for loaded in self.analyzer.loaded.values())
+            self.imports_sglang = self.analyzer.imports_sglang
             if self.cache is not None and self.walked and not self.overlay:
                 self._put_manifest()
         analyzer = self.analyzer
@@ -1193,6 +1206,7 @@ def _find(
             sglang=sglang,
             sglang_facts=load_sglang_facts(),
             project_bytes=analyzer.project_bytes,
+            imports_sglang=lambda: analyzer.imports_sglang,
             summaries_where=analyzer.summaries_where,
         )
         for summary in summaries:
@@ -1210,17 +1224,19 @@ def apply_suppressions(
 
     Only files that can matter are tokenized: those with findings and a possible directive, and those
     with a directive that can be unused (cachelint's own, or a `noqa` naming a CL code)."""
-    from cachelint.suppress import UNUSED_SUPPRESSION_CODE, apply, parse_suppressions
+    from cachelint.suppress import UNUSED_SUPPRESSION_CODE, apply, may_be_reported_unused, parse_suppressions
 
     with_findings = {finding.path for finding in findings}
     report_unused = settings.is_enabled(UNUSED_SUPPRESSION_CODE)
     suppressions = {}
     for loaded in clean:
-        words = DIRECTIVE_WORDS if loaded.display in with_findings else UNUSED_DIRECTIVE_WORDS
-        if not (report_unused or words is DIRECTIVE_WORDS) or not _may_hold_directive(loaded.raw):
+        has_findings = loaded.display in with_findings
+        if not (report_unused or has_findings) or not _may_hold_directive(loaded.raw):
             continue
         source = loaded.decoded()
-        if source is not None and _holds(words, source.text):
+        if source is None:
+            continue
+        if _holds(DIRECTIVE_WORDS, source.text) if has_findings else may_be_reported_unused(source.text):
             suppressions[loaded.display] = parse_suppressions(source.text)
     kept, used = apply(findings, suppressions)
     kept = [finding for finding in kept if not _ignored_for_file(finding, settings, root)]

@@ -26,6 +26,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from cachelint.word_search import WordSearch
+
 WORDS = (b"multi_modal_data", b"MultiModalDataDict", b"limit_mm_per_prompt", b"mm_processor_kwargs")
 # The content-part types vLLM's chat parser (`MM_PARSER_MAP`) takes media from.
 PART_TYPES = (b"image_url", b"video_url", b"audio_url", b"input_audio", b"image_pil", b"image_embeds")
@@ -46,10 +48,13 @@ class Evidence:
         return f"multimodal input: {self.path}:{self.line} holds `{self.word}`"
 
 
+_WORD_SEARCH = WordSearch(WORDS, (b"odal", b"mm_p"))
+
+
 def find_evidence(raw: bytes) -> tuple[str, int] | None:
     """The first evidence in a file's bytes, and its line; None when there is none."""
-    found = [(at, word.decode()) for word in WORDS if (at := raw.find(word)) >= 0]
-    if any(part in raw for part in PART_TYPES):
+    found = [(at, word.decode()) for at, word in _WORD_SEARCH.found_in(raw)]
+    if (b'type"' in raw or b"type'" in raw) and any(part in raw for part in PART_TYPES):
         match = CONTENT_PART.search(raw)
         if match is not None:
             found.append((match.start(), f'"type": "{match.group(1).decode()}"'))

@@ -22,7 +22,6 @@ with it.
 from __future__ import annotations
 
 import enum
-import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -87,14 +86,6 @@ def module_engine(module: str) -> str:
     if top == "sglang":
         return "sglang"
     return "other" if top in OTHER_ENGINES else ""
-
-
-_SGLANG_IMPORT = re.compile(rb"^[ \t]*(?:from|import)[ \t]+sglang\b", re.MULTILINE)
-
-
-def imports_sglang(raw: bytes) -> bool:
-    """Whether a file's bytes import SGLang (which makes its project an SGLang user)."""
-    return b"sglang" in raw and _SGLANG_IMPORT.search(raw) is not None
 
 
 def is_other_engine(engine: str) -> bool:

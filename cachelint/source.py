@@ -6,6 +6,7 @@ import ast
 import errno
 import io
 import os
+import re
 import stat
 import symtable
 import tokenize
@@ -156,3 +157,11 @@ def module_name_for(path: str) -> str:
     if parts and parts[-1] == "__init__":
         parts = parts[:-1]
     return ".".join(part for part in parts if part and part != ".")
+
+
+_SGLANG_IMPORT = re.compile(rb"^[ \t]*(?:from|import)[ \t]+sglang\b", re.MULTILINE)
+
+
+def imports_sglang(raw: bytes) -> bool:
+    """Whether a file's bytes import SGLang (which makes its project an SGLang user)."""
+    return b"sglang" in raw and _SGLANG_IMPORT.search(raw) is not None

@@ -128,6 +128,19 @@ def parse_suppressions(text: str | bytes) -> Suppressions:
     return Suppressions(tuple(directives))
 
 
+def may_be_reported_unused(text: str) -> bool:
+    """Whether `text` may hold a directive CL100 can report in a file without findings: cachelint's own,
+    or a `noqa` naming a CL code. Strings are not told from comments here, so the answer may be yes for
+    a file whose comments hold none (never the other way round)."""
+    if _CACHELINT.search(text):
+        return True
+    return any(
+        code.upper().startswith("CL")
+        for match in _NOQA.finditer(text)
+        for code in _CODE_SEPARATOR.split(match.group("codes") or "")
+    )
+
+
 def comment_directives(
     comment: str,
     line: int,

@@ -16,7 +16,7 @@ from fixture_cases import FIXTURES, Case, analyze_case
 from cachelint.cache import DATABASE, FileRecord
 from cachelint.config import Settings
 from cachelint.engine import analyze
-from cachelint.multimodal import Evidence, find_evidence, nearest
+from cachelint.multimodal import CONTENT_PART, WORDS, Evidence, find_evidence, nearest
 
 TEXT_ONLY_REFIT = FIXTURES / "CL003" / "text_only_prefix_reset"
 TEXT_ONLY_PAUSE = FIXTURES / "CL004" / "text_only_pause"
@@ -43,6 +43,25 @@ ENGINE_CONFIG = FIXTURES / "CL004" / "evidence_in_engine_config"
 )
 def test_evidence_is_found_with_its_line(source: bytes, expected: tuple[str, int]) -> None:
     assert find_evidence(source) == expected
+
+
+def _first_evidence(raw: bytes) -> tuple[str, int] | None:
+    """The definition, one word at a time: the first of WORDS or of a content part in the bytes."""
+    found = [(raw.find(word), word.decode()) for word in WORDS if word in raw]
+    part = CONTENT_PART.search(raw)
+    if part is not None:
+        found.append((part.start(), f'"type": "{part.group(1).decode()}"'))
+    if not found:
+        return None
+    at, word = min(found)
+    return word, raw.count(b"\n", 0, at) + 1
+
+
+def test_evidence_is_found_as_defined_in_every_fixture() -> None:
+    sources = [path.read_bytes() for path in sorted(FIXTURES.rglob("*.py"))]
+    assert any(_first_evidence(raw) for raw in sources)
+    for raw in sources:
+        assert find_evidence(raw) == _first_evidence(raw)
 
 
 @pytest.mark.parametrize(
@@ -177,7 +196,7 @@ def test_the_evidence_is_kept_per_file_and_a_warm_run_reads_no_bytes(
     def no_search(raw: bytes) -> None:
         raise AssertionError("searched bytes whose evidence the cache holds")
 
-    monkeypatch.setattr("cachelint.engine.find_evidence", no_search)
+    monkeypatch.setattr("cachelint.multimodal.find_evidence", no_search)
     assert run(project, cache) == ["CL003"]
 
 
@@ -245,7 +264,7 @@ def test_the_evidence_is_looked_for_only_when_a_multimodal_rule_has_something_to
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     searched: list[bytes] = []
-    monkeypatch.setattr("cachelint.engine.find_evidence", lambda raw: searched.append(raw))
+    monkeypatch.setattr("cachelint.multimodal.find_evidence", lambda raw: searched.append(raw))
     found = codes_and_notes(FIXTURES / "CL003" / "full_reset_after_refit.py")
     assert [code for code, _ in found if code in ("CL003", "CL004")] == []
     assert searched == []

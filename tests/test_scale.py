@@ -9,21 +9,23 @@ import random
 import re
 from pathlib import Path
 
+import pytest
 from cli_runner import DEMO
 
 from cachelint.config import DEFAULT_REFIT_FUNCTIONS, Settings
 from cachelint.engine import TRIGGER_PATTERNS, TRIGGER_WORDS, Triggers, analyze
 from cachelint.finding import Applicability, Edit, Finding, Fix, Span
 from cachelint.output import ReportContext, render
+from cachelint.word_search import WordSearch
 
 CORPUS = [path.read_bytes() for path in sorted((DEMO.parent).rglob("*.py"))]
 
 
 def holds_a_trigger(raw: bytes, names: list[str]) -> bool:
-    """The definition: one of TRIGGER_WORDS, or `def NAME`, is in the bytes, or one of TRIGGER_PATTERNS
-    matches them."""
+    """The definition: one of TRIGGER_WORDS, or `def NAME`, is in the bytes, or the word of one of
+    TRIGGER_PATTERNS is and its pattern matches them."""
     return any(word in raw for word in (*TRIGGER_WORDS, *(f"def {name}".encode() for name in names))) or any(
-        pattern.search(raw) for _, pattern in TRIGGER_PATTERNS
+        word in raw and pattern.search(raw) for word, pattern in TRIGGER_PATTERNS
     )
 
 
@@ -38,6 +40,37 @@ def test_trigger_words_are_found_exactly_as_defined() -> None:
         triggers = Triggers(names)
         for raw in CORPUS:
             assert triggers.held_by(raw) == holds_a_trigger(raw, names), names
+
+
+def test_words_sharing_a_part_are_found_exactly_as_one_by_one() -> None:
+    chooser = random.Random(7)
+    words = sorted({word for raw in CORPUS for word in re.findall(rb"[a-z_]{6,}", raw)})
+    for _ in range(30):
+        chosen = [*chooser.sample(words, 8), b"_cache", b"reset_prefix_cache", b"sleep("]
+        parts = [word[1:4] for word in chooser.sample(chosen, 3)]
+        search = WordSearch(chosen, parts)
+        for raw in CORPUS:
+            assert search.any_in(raw) == any(word in raw for word in chosen)
+            expected = sorted((raw.find(word), word) for word in chosen if word in raw)
+            assert sorted(search.found_in(raw)) == expected
+
+
+@pytest.mark.parametrize(
+    ("source", "holds"),
+    [
+        (b"from vllm import AsyncLLM\nasync def f(engine: AsyncLLM):\n    engine.wake_up()\n", True),
+        (b"def f(client: 'EngineClient'):\n    client.sleep(1)\n", True),
+        (b"fn = engine.resume_generation  # engine: AsyncLLM\n", True),
+        (b"from vllm import AsyncLLM\nengine = AsyncLLM.from_engine_args(args)\nengine.generate(p)\n", False),
+        (b"def build(client: 'EngineClient'):\n    return client.generate(prompt)\n", False),
+    ],
+)
+def test_an_engine_class_is_a_trigger_word_where_one_of_its_other_coroutines_is_named(
+    source: bytes, holds: bool
+) -> None:
+    """AsyncLLM and EngineClient let CL005 judge a receiver's coroutines; those a trigger word does not
+    name already are `sleep`, `wake_up` and `resume_generation`."""
+    assert Triggers(()).held_by(source) is holds
 
 
 def test_fifty_thousand_weight_update_names(tmp_path: Path) -> None:

@@ -274,6 +274,30 @@ def test_launch_sites_are_recorded() -> None:
     ]
 
 
+def test_a_command_naming_sglang_on_a_later_line_is_a_launch() -> None:
+    text = textwrap.dedent(
+        """
+        import subprocess
+
+
+        def start(port):
+            command = [
+                "python",
+                "-m",
+                "sglang.launch_server",
+            ]
+            subprocess.Popen(command)
+            subprocess.Popen(
+                ["python", "-m",
+                 "SGLang.launch_server"],
+            )
+            subprocess.Popen(["python", "-m", "http.server"])
+        """
+    )
+    summary = summarize("pkg/mod.py", text, ast.parse(text), module_name="pkg.mod")
+    assert [(launch.span.line, launch.kind) for launch in summary.launches] == [(11, "subprocess"), (12, "subprocess")]
+
+
 def test_cl2_selects_the_sglang_rules(tmp_path: Path) -> None:
     project = write_tree(tmp_path / "p", SGLANG_PROJECT)
     only_sglang = check("--output-format", "concise", "--select", "CL2", ".", cwd=project)

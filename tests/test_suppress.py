@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from cachelint.codemod import with_edits
 from cachelint.edits import apply_edits
 from cachelint.finding import INVALID_SYNTAX, Applicability, Edit, Finding, Span
@@ -12,6 +14,7 @@ from cachelint.suppress import (
     UNUSED_SUPPRESSION_CODE,
     add_noqa_edits,
     apply,
+    may_be_reported_unused,
     parse_suppressions,
     unused_suppressions,
 )
@@ -207,6 +210,26 @@ def test_codes_of_rules_that_did_not_run_are_not_reported() -> None:
     (report,) = unused_suppressions(suppressions, set(), is_enabled=lambda code: code == "CL003")
     assert report.message == "Unused `noqa` directive (unused: CL003)"
     assert fixed(text, [report]) == "a()  # noqa: CL001\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "reported"),
+    [
+        ("a()  # noqa: E501\nb()  # noqa\n", False),
+        ("a()  # NOQA:cl003\n", True),
+        ("a()  # noqa: E501 CL001\n", True),
+        ("# cachelint: file-ignore[CL003]\n", True),
+        ('s = "# noqa: CL003"\n', False),  # a string: looked at, then found to hold no directive
+        ("a()  # cachel\u0131nt: ignore\n", True),  # IGNORECASE lets i match the dotless i
+    ],
+)
+def test_a_file_without_findings_is_read_for_directives_only_when_one_can_be_unused(text: str, reported: bool) -> None:
+    """The engine tokenizes a file without findings only when `may_be_reported_unused` says so; it must
+    say so for every file CL100 would report on."""
+    assert bool(unused(text, [])) is reported
+    if reported:
+        assert may_be_reported_unused(text)
+    assert may_be_reported_unused(text) is (reported or "CL003" in text)
 
 
 def test_cl100_itself_can_be_suppressed() -> None:

@@ -52,6 +52,8 @@ class Context:
     sglang_facts: Facts = dataclasses.field(default_factory=load_sglang_facts)
     # The project's files with their bytes (shown path, bytes), for the SGLang rules' searches.
     project_bytes: Callable[[], Iterable[tuple[str, bytes]]] = tuple
+    # Whether a file of the project imports SGLang.
+    imports_sglang: Callable[[], bool] = lambda: False
 
     @property
     def sglang_range(self) -> SupportedRange:

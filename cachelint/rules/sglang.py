@@ -40,9 +40,7 @@ def uses_sglang(context: Context) -> bool:
     def find() -> bool:
         if not context.sglang_range.assumed:
             return True
-        if any(file.imports_sglang for file in context.project.files.values()):
-            return True
-        return any(provenance.imports_sglang(raw) for _, raw in context.project_bytes())
+        return any(file.imports_sglang for file in context.project.files.values()) or context.imports_sglang()
 
     return context.project.memoized("sglang:uses", find)
 

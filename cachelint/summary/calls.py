@@ -14,9 +14,11 @@ from cachelint.summary.model import (
     RESET_METHODS,
     SGLANG_METHODS,
     CallSite,
+    FileSummary,
     ResetEvent,
 )
 from cachelint.summary.nodes import DISPATCH_HELPERS, RPC_METHODS, last_name, rpc_name, string_parts, unawaited
+from cachelint.summary.positions import SourcePositions
 from cachelint.version_tests import dotted_name, string_value
 
 AWAITING_WRAPPERS = frozenset(
@@ -27,8 +29,25 @@ HTTP_ROUTE = re.compile(r"/(reset_prefix_cache|reset_mm_cache|reset_encoder_cach
 SGLANG_ROUTE = re.compile(r"/(" + "|".join(sorted(SGLANG_METHODS)) + r"|pause_generation)\b")
 
 
+# Words one of which a file's text must hold for a string in it to name a cache route, or for a call in
+# it to be an SGLang event (whose request fields are then read from the requests built before it).
+_ROUTE_WORDS = (
+    "/pause",
+    "pause_generation",
+    "reset_prefix_cache",
+    "reset_mm_cache",
+    "reset_encoder_cache",
+    *sorted(SGLANG_METHODS),
+)
+
+
 class Calls(Compat):
     """Calls and cache-reset events."""
+
+    def __init__(self, summary: FileSummary, source: SourcePositions, helpers: tuple[str, ...]) -> None:
+        super().__init__(summary, source, helpers)
+        # Most files name no cache route and no SGLang method: their strings are not searched for one.
+        self.may_name_route = any(word in source.text for word in _ROUTE_WORDS)
 
     # -- awaiting ------------------------------------------------------------------------------------
 
@@ -65,7 +84,8 @@ class Calls(Compat):
         if name in ("to_thread", "run_in_executor"):
             self._note_callable_argument(node)
         self._note_super_call(node)
-        self._note_http_route(node)
+        if self.may_name_route:
+            self._note_http_route(node)
 
         if isinstance(func, ast.Attribute):
             if func.attr == "remote" and isinstance(func.value, ast.Attribute):
@@ -129,7 +149,7 @@ class Calls(Compat):
 
     def bind(self, target: ast.expr, value: ast.expr) -> None:
         super().bind(target, value)
-        if isinstance(target, ast.Name):
+        if isinstance(target, ast.Name) and self.may_name_route:
             method = route_method(value)
             if method:
                 self.frame.routes[target.id] = method

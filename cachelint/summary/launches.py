@@ -20,6 +20,7 @@ from cachelint.version_tests import dotted_name
 
 IN_PROCESS = frozenset({"Engine", "launch_server", "_launch_subprocesses"})
 SUBPROCESS_CALLS = frozenset({"Popen", "run", "call", "check_call", "check_output"})
+_LAUNCH_NAMES = IN_PROCESS | SUBPROCESS_CALLS | {"Process"}
 
 
 class Launches(Requests):
@@ -28,7 +29,8 @@ class Launches(Requests):
     def __init__(self, summary: FileSummary, source: SourcePositions, helpers: tuple[str, ...]) -> None:
         super().__init__(summary, source, helpers)
         # Most files never name SGLang in a string: their values are not searched for it.
-        self.strings_may_name_sglang = "sglang" in source.text.lower()
+        self.sglang_lines = _lines_naming_sglang(source.lines) if "sglang" in source.text.lower() else frozenset()
+        self.strings_may_name_sglang = bool(self.sglang_lines)
 
     def visit_Call(self, node: ast.Call) -> None:
         self._note_launch(node)
@@ -37,7 +39,7 @@ class Launches(Requests):
     def bind(self, target: ast.expr, value: ast.expr) -> None:
         super().bind(target, value)
         if isinstance(target, ast.Name) and self.strings_may_name_sglang:
-            if _names_sglang(value):
+            if self._names_sglang_in(value):
                 self.frame.sglang_commands.add(target.id)
             else:
                 self.frame.sglang_commands.discard(target.id)
@@ -46,8 +48,10 @@ class Launches(Requests):
         dotted = dotted_name(node.func)
         if not dotted:
             return
-        resolved = provenance.resolve_dotted(dotted, self.summary.imports)
         name = dotted.rsplit(".", 1)[-1]
+        if name not in _LAUNCH_NAMES:
+            return
+        resolved = provenance.resolve_dotted(dotted, self.summary.imports)
         module = resolved.split(".")[0]
         in_process = name in IN_PROCESS and provenance.module_engine(resolved) == "sglang"
         if in_process or (name == "Process" and module == "multiprocessing" and self._targets_sglang(node)):
@@ -68,11 +72,17 @@ class Launches(Requests):
         for value in (*node.args, *(keyword.value for keyword in node.keywords)):
             if not self.strings_may_name_sglang:
                 break
-            if _names_sglang(value) or (isinstance(value, ast.Name) and value.id in self.frame.sglang_commands):
+            if self._names_sglang_in(value) or (isinstance(value, ast.Name) and value.id in self.frame.sglang_commands):
                 return True
         function = self.frame.function
         around = (function.qualname, self.classes[-1].name if self.classes else "", self.summary.module)
         return any("sglang" in text.lower() for text in around)
+
+    def _names_sglang_in(self, value: ast.expr) -> bool:
+        """`_names_sglang(value)`, asked only when a line of the value names SGLang."""
+        end = value.end_lineno or value.lineno
+        lines = self.sglang_lines
+        return any(line in lines for line in range(value.lineno, end + 1)) and _names_sglang(value)
 
     def _launch(self, node: ast.Call, kind: str) -> None:
         statement = self.statement()
@@ -96,3 +106,8 @@ def _names_sglang(value: ast.expr) -> bool:
         isinstance(item, ast.expr) and any("sglang" in text.lower() for text in string_parts(item))
         for item in ast.walk(value)
     )
+
+
+def _lines_naming_sglang(lines: list[str]) -> frozenset[int]:
+    """The numbers of the `lines` that name SGLang in any case."""
+    return frozenset(number for number, line in enumerate(lines, 1) if "sglang" in line.lower())

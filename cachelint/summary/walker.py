@@ -48,6 +48,11 @@ FUNCTION_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _SIMPLE_STATEMENT_SET = frozenset(SIMPLE_STATEMENTS)
 # Nodes whose fields hold nothing but plain values and expression contexts (Load, Store, Del).
 _LEAF_NODES = (ast.Name, ast.Constant)
+# Fields that never hold a node the walk visits: names, flags, operators and expression contexts.
+_PLAIN_FIELDS = frozenset(
+    {"ctx", "op", "ops", "id", "attr", "arg", "asname", "name", "names", "conversion", "is_async", "kind"}
+    | {"level", "module", "simple", "tag", "type_comment", "type_ignores", "kwd_attrs", "n", "s"}
+)
 # ast.NodeVisitor.visit_Constant only calls the deprecated visit_Num and the like, which we do not have.
 _COMPATIBILITY_SHIM = getattr(ast.NodeVisitor, "visit_Constant", None)
 
@@ -118,6 +123,7 @@ class Walker(ast.NodeVisitor):
         self.pending: list[Pending] = []
         self.pending_probes: list[tuple[HasattrProbe, ast.Call]] = []  # probes whose if test is being read
         self.handlers: dict[type[ast.AST], Callable[[Any, Any], Any] | None] = {}
+        self.node_fields: dict[type[ast.AST], tuple[str, ...]] = {}
         self.elifs: set[int] = set()  # `if` nodes spelled `elif`
         self.imports_vllm = False
         self.imports_other = False
@@ -146,7 +152,11 @@ class Walker(ast.NodeVisitor):
 
     def generic_visit(self, node: ast.AST) -> None:
         handlers = self.handlers  # a node whose handler is known to be None is not worth a call
-        for name in node._fields:
+        kind = node.__class__
+        fields = self.node_fields.get(kind)
+        if fields is None:
+            fields = self.node_fields[kind] = tuple(name for name in kind._fields if name not in _PLAIN_FIELDS)
+        for name in fields:
             value = getattr(node, name, None)
             if isinstance(value, list):
                 if value and isinstance(value[0], ast.stmt):
