@@ -17,7 +17,6 @@ import errno
 import hashlib
 import json
 import os
-import secrets
 import stat
 import sys
 import time
@@ -416,6 +415,8 @@ def _create(folder: Path) -> None:
     """Make the cache folder with its tag and .gitignore in one step: they are written in a new folder
     beside it, which is then renamed, so that no run ever sees the folder without its tag. When another
     run made it first, theirs is kept."""
+    import secrets
+
     temporary = folder.with_name(f".{folder.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
     with interrupts.deferred():
         temporary.mkdir()

@@ -26,13 +26,14 @@ import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from fnmatch import fnmatch
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
 from cachelint.source import read_file
 from cachelint.toml import load_toml
-from cachelint.vllm_range import is_project_folder
+from cachelint.vllm_range import holds_project
 
 if TYPE_CHECKING:
     from packaging.specifiers import SpecifierSet
@@ -300,20 +301,25 @@ def _requirement_files(root: Path) -> list[Path]:
     folder = root / "requirements"
     if folder.is_dir():
         found += sorted(folder.rglob("*.txt"))
-    try:
-        entries = sorted(os.scandir(root), key=lambda entry: entry.name)
-    except OSError:
-        entries = []
-    for entry in entries:
+    for entry in sorted(_entries(root), key=lambda entry: entry.name):
         if (
             entry.is_dir(follow_symlinks=False)
             and not entry.name.startswith(".")
             and entry.name not in _SKIPPED_FOLDERS
             and entry.name != "requirements"
-            and not is_project_folder(Path(entry.path))
         ):
-            found += sorted(Path(entry.path).glob("requirements*.txt"))
+            names = {inner.name for inner in _entries(entry.path)}
+            if not holds_project(names):
+                found += sorted(Path(entry.path, name) for name in names if fnmatch(name, "requirements*.txt"))
     return [path for path in found if path.is_file()]
+
+
+def _entries(folder: str | Path) -> list[os.DirEntry[str]]:
+    try:
+        with os.scandir(folder) as entries:
+            return list(entries)
+    except OSError:
+        return []
 
 
 _OPTION = re.compile(r"(-[rc]|--requirement|--constraint|-e|--editable)(?:\s*=\s*|\s+|(?<=-[rc])(?=\S))(\S.*)$")

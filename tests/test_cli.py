@@ -52,6 +52,22 @@ def test_findings_exit_1_with_the_finding(project: Path) -> None:
     assert result.stderr == ""
 
 
+def test_exit_handlers_run_and_the_output_is_whole_when_the_program_ends(project: Path) -> None:
+    """The program ends without tearing the interpreter down, after what a normal exit does first."""
+    script = (
+        "import atexit, sys\n"
+        "atexit.register(lambda: print('exit handler ran'))\n"
+        "sys.argv = ['cachelint', 'check', '--no-cache', '--output-format', 'concise', '.']\n"
+        "from cachelint.__main__ import program\n"
+        "program()\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", script], cwd=project, capture_output=True, text=True, env=environment(), check=False
+    )
+    assert run.returncode == 1
+    assert run.stdout == f"{CL001_LINE}\nFound 1 problem in 1 file.\n{CHECKED}exit handler ran\n"
+
+
 def test_clean_exit_0(project: Path) -> None:
     result = check("tiny_rl/clean.py", "--output-format", "concise", cwd=project)
     assert (result.code, result.stdout) == (0, "All checks passed!\n" + CHECKED)

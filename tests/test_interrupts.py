@@ -54,8 +54,8 @@ interrupts.install()
 os.write(int(sys.argv[1]), b"ready")
 os.close(int(sys.argv[1]))
 sys.argv = ["cachelint", *sys.argv[2:]]
-from cachelint.__main__ import main
-main()
+from cachelint.__main__ import program
+program()
 """
 COMMAND = ("check", "--fix", "--unsafe-fixes", "--output-format", "concise", ".")
 

@@ -51,9 +51,10 @@ def test_server_without_its_extra_says_how_to_install_it() -> None:
 
 def test_checking_does_not_import_the_server() -> None:
     code = (
-        "import sys, runpy\n"
+        "import sys\n"
         "sys.argv = ['cachelint', 'check', 'fixtures/demo']\n"
-        "try:\n    runpy.run_module('cachelint', run_name='__main__')\n"
+        "from cachelint.__main__ import main\n"
+        "try:\n    main()\n"
         "except SystemExit:\n    pass\n"
         "print(sorted(name for name in sys.modules if name.split('.')[0] in ('pygls', 'lsprotocol')))\n"
     )

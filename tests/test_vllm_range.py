@@ -123,6 +123,17 @@ SHAPES: dict[str, tuple[dict[str, str], str, str]] = {
         "0.28.0",
         "docker/requirements-vllm.txt",
     ),
+    "requirements file in a subfolder that is a project of its own": (
+        {
+            "pyproject.toml": '[project]\nname = "x"\n',
+            "sub/pyproject.toml": '[project]\nname = "sub"\n',
+            "sub/requirements.txt": "vllm==0.9.0\n",
+            "docker/requirements-gpu.txt": "vllm==0.28.0\n",
+            "docker/requirements.in": "vllm==0.10.0\n",
+        },
+        "0.28.0",
+        "docker/requirements-gpu.txt",
+    ),
     "requirements folder": (
         {"requirements/gpu/vllm.txt": "vllm>=0.9,<0.10  # pinned\n", "requirements/README.txt": "vllm is in gpu/\n"},
         "0.9.0-0.9.2",
