@@ -662,7 +662,7 @@ class Analyzer:
 
     @functools.cached_property
     def imports_sglang(self) -> bool:
-        """Whether a readable file of the project imports SGLang (searched for once per run)."""
+        """Whether a file of the project imports SGLang (searched for once per run)."""
         return any(imports_sglang(loaded.raw) for loaded in self.loaded.values())
 
     def multimodal_evidence(self) -> tuple[Evidence, ...]:
