@@ -54,14 +54,22 @@ _WORD_SEARCH = WordSearch(WORDS, (b"odal", b"mm_p"))
 def find_evidence(raw: bytes) -> tuple[str, int] | None:
     """The first evidence in a file's bytes, and its line; None when there is none."""
     found = [(at, word.decode()) for at, word in _WORD_SEARCH.found_in(raw)]
-    if (b'type"' in raw or b"type'" in raw) and any(part in raw for part in PART_TYPES):
-        match = CONTENT_PART.search(raw)
-        if match is not None:
-            found.append((match.start(), f'"type": "{match.group(1).decode()}"'))
+    part = content_part(raw)
+    if part is not None:
+        found.append(part)
     if not found:
         return None
     at, word = min(found)
     return word, raw.count(b"\n", 0, at) + 1
+
+
+def content_part(raw: bytes) -> tuple[int, str] | None:
+    """Where the first chat content part of a media type is in a file's bytes, and how it is shown
+    (`"type": "image_url"`); None when there is none."""
+    if not (b'type"' in raw or b"type'" in raw) or not any(part in raw for part in PART_TYPES):
+        return None
+    match = CONTENT_PART.search(raw)
+    return (match.start(), f'"type": "{match.group(1).decode()}"') if match is not None else None
 
 
 def nearest(evidence: Sequence[Evidence], path: str) -> Evidence:

@@ -18,7 +18,7 @@ from cachelint.finding import (
     NewStatement,
     ReplaceKeyword,
 )
-from cachelint.multimodal import CONTENT_PART, PART_TYPES, Evidence, nearest
+from cachelint.multimodal import Evidence, content_part, nearest
 from cachelint.rules.base import Context, Rule, RuleInfo
 from cachelint.rules.sglang import SglangCall, describe, sglang_calls
 from cachelint.summary import SGLANG_UPDATES, FileSummary, Launch
@@ -124,10 +124,9 @@ def media_evidence(context: Context) -> tuple[Evidence, ...]:
             match = MEDIA_FIELDS.search(raw)
             if match is not None:
                 hits.append((match.start(), match.group(1).decode()))
-            if any(part in raw for part in PART_TYPES):
-                part = CONTENT_PART.search(raw)
-                if part is not None:
-                    hits.append((part.start(), f'"type": "{part.group(1).decode()}"'))
+            part = content_part(raw)
+            if part is not None:
+                hits.append(part)
             if hits:
                 at, word = min(hits)
                 found.append(Evidence(path, raw.count(b"\n", 0, at) + 1, word))

@@ -30,7 +30,6 @@ class Launches(Requests):
         super().__init__(summary, source, helpers)
         # Most files never name SGLang in a string: their values are not searched for it.
         self.sglang_lines = _lines_naming_sglang(source.lines) if "sglang" in source.text.lower() else frozenset()
-        self.strings_may_name_sglang = bool(self.sglang_lines)
 
     def visit_Call(self, node: ast.Call) -> None:
         self._note_launch(node)
@@ -38,7 +37,7 @@ class Launches(Requests):
 
     def bind(self, target: ast.expr, value: ast.expr) -> None:
         super().bind(target, value)
-        if isinstance(target, ast.Name) and self.strings_may_name_sglang:
+        if isinstance(target, ast.Name) and self.sglang_lines:
             if self._names_sglang_in(value):
                 self.frame.sglang_commands.add(target.id)
             else:
@@ -70,7 +69,7 @@ class Launches(Requests):
         """Whether a string argument (or a local command list holding one), or the function, class or
         module around the call, names SGLang."""
         for value in (*node.args, *(keyword.value for keyword in node.keywords)):
-            if not self.strings_may_name_sglang:
+            if not self.sglang_lines:
                 break
             if self._names_sglang_in(value) or (isinstance(value, ast.Name) and value.id in self.frame.sglang_commands):
                 return True
