@@ -63,7 +63,9 @@ class FileRecord:
     and column of the first error. `defined` holds the words after each `def ` or `class ` in the
     bytes, once a run looked for them. `multimodal` is, once a run looked for it, the first evidence
     that the file sends multimodal input to vLLM (cachelint.multimodal), as `[word, line]`, or `[]` when
-    it holds none. `summary` is the JSON of the file's `FileSummary` (with an empty path), stored apart
+    it holds none. `quiesce` and `sglang` tell, once a run asked, whether the bytes hold a word naming a
+    pause, drain, sleep or abort (CL007's callers are searched for among such files) and whether they
+    import SGLang. `summary` is the JSON of the file's `FileSummary` (with an empty path), stored apart
     and decoded only when a run needs it."""
 
     trigger: bool
@@ -71,15 +73,20 @@ class FileRecord:
     defined: list[str] | None = None
     summary: str | None = None
     multimodal: list[str | int] | None = None
+    quiesce: bool | None = None
+    sglang: bool | None = None
 
     def to_text(self) -> str:
         """Everything but the summary, as JSON."""
-        return json.dumps([self.trigger, self.syntax, self.defined, self.multimodal], separators=(",", ":"))
+        fields = [self.trigger, self.syntax, self.defined, self.multimodal, self.quiesce, self.sglang]
+        return json.dumps(fields, separators=(",", ":"))
 
     @classmethod
     def from_text(cls, text: str, summary: str | None = None) -> FileRecord:
-        trigger, syntax, defined, multimodal = json.loads(text)
+        trigger, syntax, defined, multimodal, quiesce, sglang = json.loads(text)
         if not isinstance(trigger, bool) or not (summary is None or isinstance(summary, str)):
+            raise ValueError("malformed cache entry")
+        if not all(value is None or isinstance(value, bool) for value in (quiesce, sglang)):
             raise ValueError("malformed cache entry")
         if defined is not None and not (isinstance(defined, list) and all(isinstance(d, str) for d in defined)):
             raise ValueError("malformed cache entry")
@@ -90,7 +97,7 @@ class FileRecord:
             if not (isinstance(message, str) and isinstance(line, int) and isinstance(col, int)):
                 raise ValueError("malformed cache entry")
             syntax = (message, line, col)
-        return cls(trigger, syntax, defined, summary, multimodal)
+        return cls(trigger, syntax, defined, summary, multimodal, quiesce, sglang)
 
 
 def _is_evidence(value: list[Any]) -> bool:

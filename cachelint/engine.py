@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import gc
 import json
@@ -16,7 +15,7 @@ from collections.abc import Set as AbstractSet
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from cachelint import parallel, vllm_range
 from cachelint.cache import Cache, FileRecord
@@ -175,7 +174,8 @@ class LoadedFile:
     path: Path
     display: str
     source: SourceFile | None = None  # decoded for targets only
-    raw: bytes = b""
+    contents: bytes | None = None  # None: not read yet (keyed from an earlier run's record of it)
+    read_late: bool = False  # keyed, then read when its bytes were asked for
     summary: FileSummary | None = None
     error: Finding | None = None
     module: str = ""
@@ -183,6 +183,22 @@ class LoadedFile:
     record: FileRecord | None = None  # what is known about `raw`, from the cache or this run
     cache_key: str = ""
     signature: str = ""  # size, times and inode when read (`file_signature`), for the next run
+
+    @property
+    def raw(self) -> bytes:
+        """The file's bytes, read on first use when the run keyed it without reading (empty when it
+        can no longer be read)."""
+        if self.contents is None:
+            self.read_late = True
+            try:
+                self.contents = read_file(self.path)
+            except OSError:
+                self.contents = b""
+        return self.contents
+
+    @raw.setter
+    def raw(self, contents: bytes) -> None:
+        self.contents = contents
 
     def decoded(self) -> SourceFile | None:
         """The text of `raw`, decoded on first use; None when it does not decode."""
@@ -395,6 +411,7 @@ class Analyzer:
                 status, loaded.raw = read_file_with_stat(path)
                 loaded.signature = file_signature(status)
         except OSError as error:
+            loaded.raw = b""
             message = f"cannot read file: {error.strerror or error}"
             loaded.error = Finding(loaded.display, Span(1, 1, 1, 1), IO_ERROR, IO_ERROR, message)
             return loaded
@@ -418,13 +435,16 @@ class Analyzer:
         loaded = self.loaded[absolute] = LoadedFile(path, display, module=module, target=target)
         return absolute, loaded, True
 
-    def keyed(self, paths: Sequence[Path], manifest: Mapping[str, list[str]]) -> tuple[list[LoadedFile], int]:
-        """The targets at `paths`, keyed without reading them when their size, times and inode are those
-        `manifest` (absolute path -> [signature, cache key]) recorded, else read; and how many were read."""
+    def keyed(
+        self, paths: Sequence[Path], manifest: Mapping[str, list[str]], target: bool = True
+    ) -> tuple[list[LoadedFile], int]:
+        """The files at `paths` (the targets, or other files of the project), keyed without reading them
+        when their size, times and inode are those `manifest` (absolute path -> [signature, cache key])
+        recorded, else read; and how many were read. The bytes of a file keyed are read when asked for."""
         found = []
         read = 0
         for path in paths:
-            absolute, loaded, new = self._entry(path, target=True)
+            absolute, loaded, new = self._entry(path, target=target)
             recorded = manifest.get(absolute)
             try:
                 signature = file_signature(loaded.path.stat())
@@ -434,7 +454,7 @@ class Analyzer:
                 loaded.cache_key, loaded.signature = recorded[1], signature
             elif new:
                 del self.loaded[absolute]
-                loaded = self.read(path, target=True)
+                loaded = self.read(path, target=target)
                 read += 1
             found.append(loaded)
         return found, read
@@ -621,7 +641,6 @@ class Analyzer:
         (cachelint.on_demand says which). Return the index of them all."""
         from cachelint import on_demand
         from cachelint.project import ProjectIndex
-        from cachelint.rules.cl007_prefix_reset_may_noop import QUIESCE_WORDS
 
         started = time.perf_counter()
         files = {id(loaded): loaded for loaded in (*index_files, *project)}.values()
@@ -630,7 +649,7 @@ class Analyzer:
             self.settings.worker_extension_classes,
             {part for loaded in files for part in loaded.module.split(".")},
         )
-        search = on_demand.Search(files, self.defined_words, QUIESCE_WORDS)
+        search = on_demand.Search(files, self.defined_words, self.holds_quiesce_word)
 
         def summarize(chosen: list[LoadedFile]) -> None:
             self._fulfil([(loaded, True) for loaded in chosen], ON_DEMAND)
@@ -662,8 +681,28 @@ class Analyzer:
 
     @functools.cached_property
     def imports_sglang(self) -> bool:
-        """Whether a file of the project imports SGLang (searched for once per run)."""
-        return any(imports_sglang(loaded.raw) for loaded in self.loaded.values())
+        """Whether a file of the project imports SGLang (each file's answer is kept in its record)."""
+        return any(self._imports_sglang(loaded) for loaded in self.loaded.values())
+
+    def _imports_sglang(self, loaded: LoadedFile) -> bool:
+        record = loaded.record
+        if record is None:
+            return imports_sglang(loaded.raw)
+        if record.sglang is None:
+            record.sglang = imports_sglang(loaded.raw)
+            self._remember(loaded)
+        return record.sglang
+
+    def holds_quiesce_word(self, loaded: LoadedFile) -> bool:
+        """Whether the file's bytes hold a word naming a pause, drain, sleep or abort (kept in its record)."""
+        from cachelint.rules.cl007_prefix_reset_may_noop import QUIESCE_WORDS
+
+        record = loaded.record
+        assert record is not None
+        if record.quiesce is None:
+            record.quiesce = any(word in loaded.raw for word in QUIESCE_WORDS)
+            self._remember(loaded)
+        return record.quiesce
 
     def multimodal_evidence(self) -> tuple[Evidence, ...]:
         """Where the files of the project, by path, show that they send multimodal input to vLLM; what
@@ -1046,7 +1085,12 @@ class ProjectRun:
         if self.walked:
             self.project = self.target_files
         elif self.consulted:
-            self.project = [analyzer.read(path) for path in analyzer.project_files(targets)]
+            manifest = self._manifest()
+            paths = analyzer.project_files(targets)
+            if manifest is None:
+                self.project = [analyzer.read(path) for path in paths]
+            else:  # the files unchanged since the last run of the whole project are read only if asked for
+                self.project, _ = analyzer.keyed(paths, manifest["files"], target=False)
         self.run_key = analyzer.run_key(self.target_files, self.project, self.ranges, self.named)
 
     def stored(self, progress: Callable[[int, int], None] | None, unread_only: bool = False) -> list[Finding] | None:
@@ -1061,14 +1105,8 @@ class ProjectRun:
         return findings
 
     def _stored_unread(self, progress: Callable[[int, int], None] | None) -> list[Finding] | None:
-        if self.cache is None or self.overlay or not self.walked:
-            return None
-        text = self.cache.get_text(self._manifest_key())
-        try:
-            manifest = json.loads(text) if text else None
-        except ValueError:
-            manifest = None
-        if not isinstance(manifest, dict) or not isinstance(manifest.get("files"), dict):
+        manifest = self._manifest() if self.walked else None
+        if manifest is None:
             return None
         started = time.perf_counter()
         files, read = self.analyzer.keyed(self.plan.targets, manifest["files"])
@@ -1085,6 +1123,20 @@ class ProjectRun:
         self.target_files = self.project = files
         self.run_key, self.unread = run_key, True
         return findings
+
+    def _manifest(self) -> dict[str, Any] | None:
+        """What the last run of the whole project recorded of its files (see `_put_manifest`), if any
+        and the run sees the files as they are on disk."""
+        if self.cache is None or self.overlay:
+            return None
+        text = self.cache.get_text(self._manifest_key())
+        try:
+            manifest = json.loads(text) if text else None
+        except ValueError:
+            return None
+        if not isinstance(manifest, dict) or not isinstance(manifest.get("files"), dict):
+            return None
+        return manifest
 
     def _put_manifest(self) -> None:
         """Record the signature and cache key of each file read, and whether one imports SGLang, for
@@ -1121,13 +1173,11 @@ class ProjectRun:
                 self._put_manifest()
         analyzer = self.analyzer
         analyzer.stats.trigger = sum(1 for file in analyzer.loaded.values() if file.record and file.record.trigger)
+        late = [loaded for loaded in analyzer.loaded.values() if loaded.read_late]
+        analyzer.stats.read += len(late)
+        analyzer.stats.read_bytes += sum(len(loaded.raw) for loaded in late)
         self.stats.add(analyzer.stats)
         with_findings = {finding.path for finding in findings}
-        if self.unread:  # the files were not read: those shown with their findings are read now
-            for loaded in self.target_files:
-                if loaded.display in with_findings:
-                    with contextlib.suppress(OSError):
-                        loaded.raw = read_file(loaded.path)
         sources = {
             loaded.display: source
             for loaded in self.target_files

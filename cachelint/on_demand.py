@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import builtins
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeVar
@@ -220,7 +220,7 @@ class Search:
         self,
         files: Iterable[LoadedFile],
         defined_words: Callable[[LoadedFile], frozenset[str]],
-        quiesce_words: Sequence[bytes],
+        holds_quiesce_word: Callable[[LoadedFile], bool],
     ) -> None:
         self.files = list(files)
         self.by_module = {loaded.module: loaded for loaded in self.files}
@@ -231,7 +231,7 @@ class Search:
             for end in range(1, len(parts) + 1)
         }
         self._defined_words = defined_words
-        self._quiesce_words = quiesce_words
+        self._holds_quiesce_word = holds_quiesce_word
         self._definers: dict[str, list[LoadedFile]] | None = None
         self._asked_modules: set[str] = set()
         self._asked_classes: set[str] = set()
@@ -359,8 +359,8 @@ class Search:
                     loaded
                     for loaded in self.files
                     if self.open(loaded)
+                    and self._holds_quiesce_word(loaded)
                     and any(name in loaded.raw for name in callers)
-                    and any(word in loaded.raw for word in self._quiesce_words)
                 ),
                 always=True,
             )

@@ -10,11 +10,11 @@ import time
 from pathlib import Path
 
 import pytest
-from cli_runner import WORKER, tiny_project
+from cli_runner import CLEAN, WORKER, tiny_project
 
 from cachelint import engine
 from cachelint.config import Settings
-from cachelint.engine import RunStats, analyze, recording
+from cachelint.engine import Analysis, RunStats, analyze, recording
 
 # The same size as WORKER, without the worker-only reset (CL001).
 CLEAN_WORKER = WORKER.replace("self.model_runner.reset_encoder_cache()", "self.model_runner.reset_encoder_tally()")
@@ -95,3 +95,40 @@ def test_an_unchanged_project_still_names_its_sglang_range(project: Path, monkey
     (project / "tiny_rl" / "rollout.py").write_text("import vllm\n", encoding="utf-8")
     assert sglang_ranges()[0] == [False]
     assert sglang_ranges() == ([False], 0)
+
+
+def run_on(root: Path, target: str, monkeypatch: pytest.MonkeyPatch, **options: object) -> tuple[Analysis, RunStats]:
+    monkeypatch.chdir(root)
+    with recording() as stats:
+        analysis = analyze([Path(target)], Settings(), force_exclude=True, **options)  # type: ignore[arg-type]
+    return analysis, stats
+
+
+def test_a_run_on_a_changed_file_reads_the_rest_of_the_project_only_where_asked(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As pre-commit runs it: the changed file alone is given. The project's other files, unchanged
+    since the last run of the whole project, are known by their records (trigger word, definitions,
+    imports) and read only when a search asks for their bytes; the findings are a cold run's."""
+    for number in range(20):
+        helper = project / "tiny_rl" / f"helper_{number}.py"
+        helper.write_text(CLEAN.replace("add", f"add_{number}"), encoding="utf-8")
+    run(project, monkeypatch)
+    worker = project / "tiny_rl" / "worker.py"
+    worker.write_text("\n" + WORKER, encoding="utf-8")
+    warm, stats = run_on(project, "tiny_rl/worker.py", monkeypatch, use_cache=True)
+    cold, _ = run_on(project, "tiny_rl/worker.py", monkeypatch)
+    assert [(f.path, f.span.line, f.code) for f in warm.findings] == [("tiny_rl/worker.py", 5, "CL001")]
+    assert warm.findings == cold.findings
+    assert stats.read == 1
+
+
+def test_a_file_changed_since_the_last_run_of_the_whole_project_is_read(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Here a file that starts importing SGLang after the last run: the run on another file sees it."""
+    run(project, monkeypatch)
+    (project / "tiny_rl" / "clean.py").write_text("import sglang\n", encoding="utf-8")
+    analysis, stats = run_on(project, "tiny_rl/worker.py", monkeypatch, use_cache=True)
+    assert [report.sglang is not None for report in analysis.projects] == [True]
+    assert stats.read == 2  # the target, and the file that changed
