@@ -78,22 +78,17 @@ TRIGGER_PATTERNS = (
 )
 
 
-_LEADING_WORD = re.compile(rb"\w+")
+# A word after `def ` or `class `, overlapping matches included (`undef foo` holds `def foo`): `def
+# name\b` or `class name\b` matches for these words and no other ASCII word.
+_DEFINED_WORD = re.compile(rb"def (?=(\w+))")
+_CLASS_WORD = re.compile(rb"class (?=(\w+))")
 
 
 def defined_in(raw: bytes) -> list[str]:
-    """The words right after each `def ` and `class ` in `raw` (`undef foo` holds `def foo` too), sorted."""
-    words = set()
-    for keyword in (b"def ", b"class "):
-        for part in raw.split(keyword)[1:]:
-            word = _LEADING_WORD.match(part)
-            if word is not None:
-                words.add(word.group().decode())
-    return sorted(words)
+    """The words right after each `def ` and `class ` in `raw`, sorted."""
+    return sorted({word.decode() for pattern in (_DEFINED_WORD, _CLASS_WORD) for word in pattern.findall(raw)})
 
 
-# A word after `def `, overlapping matches included (`undef foo` holds `def foo`).
-_DEFINED_WORD = re.compile(rb"def (?=(\w+))")
 _ASCII_WORD = re.compile(r"\w+", re.ASCII)
 # TRIGGER_WORDS but those holding another (a file holding one holds the other anyway).
 _FIXED_WORDS = tuple(

@@ -13,7 +13,7 @@ import pytest
 from cli_runner import DEMO
 
 from cachelint.config import DEFAULT_REFIT_FUNCTIONS, Settings
-from cachelint.engine import TRIGGER_PATTERNS, TRIGGER_WORDS, Triggers, analyze
+from cachelint.engine import TRIGGER_PATTERNS, TRIGGER_WORDS, Triggers, analyze, defined_in
 from cachelint.finding import Applicability, Edit, Finding, Fix, Span
 from cachelint.output import ReportContext, render
 from cachelint.word_search import WordSearch
@@ -53,6 +53,21 @@ def test_words_sharing_a_part_are_found_exactly_as_one_by_one() -> None:
             assert search.any_in(raw) == any(word in raw for word in chosen)
             expected = sorted((raw.find(word), word) for word in chosen if word in raw)
             assert sorted(search.found_in(raw)) == expected
+
+
+def test_the_words_a_file_defines_are_those_def_or_class_names_exactly() -> None:
+    """`def name\\b` or `class name\\b` matches exactly for the words `defined_in` gives (the on-demand
+    search looks up files by them), in the corpus and in text where `def ` or `class ` ends a word."""
+    odd = b"undef foo\ndataclass class is\ndef abcdef x\nclass class  def def(\ndef \xc3\xa9t\xc3\xa9 def _1"
+    every_word = sorted({word for raw in CORPUS for word in re.findall(rb"\w+", raw, re.ASCII)})
+    words = {*random.Random(3).sample(every_word, 200), *re.findall(rb"\w+", odd, re.ASCII)}
+    for raw in (*CORPUS, odd):
+        words.update(re.findall(rb"(?:def|class) (\w+)", raw, re.ASCII))
+    for raw in (*CORPUS, odd):
+        found = set(defined_in(raw))
+        for word in words:
+            defines = re.search(rb"(?:def|class) " + word + rb"\b", raw) is not None
+            assert (word.decode() in found) is defines, (word, raw[:60])
 
 
 @pytest.mark.parametrize(

@@ -24,7 +24,7 @@ def annotation_name(node: ast.expr) -> str:
     """The class an annotation names: a vLLM one if any (`AsyncLLM | None`, `"EngineClient"`), else the
     first class-like name that is not a typing wrapper; "" when none."""
     names: list[str] = []
-    for child in ast.walk(node):
+    for child in (node,) if isinstance(node, ast.Name) else ast.walk(node):
         if isinstance(child, (ast.Name, ast.Attribute)):
             dotted = dotted_name(child)
             if dotted:

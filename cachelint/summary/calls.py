@@ -29,6 +29,8 @@ HTTP_ROUTE = re.compile(r"/(reset_prefix_cache|reset_mm_cache|reset_encoder_cach
 SGLANG_ROUTE = re.compile(r"/(" + "|".join(sorted(SGLANG_METHODS)) + r"|pause_generation)\b")
 
 
+# The nodes a string can be written as (nodes.string_parts); no other argument names a route.
+_STRING_NODES = (ast.Constant, ast.JoinedStr, ast.BinOp)
 # Words one of which a file's text must hold for a string in it to name a cache route, or for a call in
 # it to be an SGLang event (whose request fields are then read from the requests built before it).
 _ROUTE_WORDS = (
@@ -138,7 +140,15 @@ class Calls(Compat):
     def _note_http_route(self, node: ast.Call) -> None:
         """A call given the URL of a cache route, as a literal or a local it was assigned to."""
         for arg in (*node.args, *(keyword.value for keyword in node.keywords)):
-            method = self.frame.routes.get(arg.id) if isinstance(arg, ast.Name) else route_method(arg)
+            if isinstance(arg, ast.Name):
+                method = self.frame.routes.get(arg.id, "")
+                if method:
+                    self._reset(node, method, "", [], "http")
+                    return
+                continue
+            if not isinstance(arg, _STRING_NODES):
+                continue
+            method = route_method(arg)
             if method:
                 self._reset(node, method, "", [], "http")
                 return
