@@ -173,14 +173,12 @@ def walk_python_files(
                 continue
             if listing is not None:
                 listing[f"{shown_root}{os.sep}{below[:-1]}" if below else shown_root] = names
-        spec = _gitignore(Path(current))
+        spec = _gitignore(Path(current)) if ".gitignore" in names else None
         if spec is not None:
             specs.append((Path(current), spec))
         ignores = [(prefix, spec) for base, spec in specs if (prefix := _prefix(current, os.fspath(base))) is not None]
         level = (_prefix(current, excludes_root), excludes, ignores)
-        dirs[:] = [
-            name for name in sorted(dirs) if not Path(current, name).is_symlink() and not _skipped(name, True, level)
-        ]
+        dirs[:] = [name for name in sorted(dirs) if not _skipped(name, True, level)]  # links: os.walk never enters
         for name in sorted(files):
             if name.endswith(PYTHON_SUFFIXES) and not _skipped(name, False, level):
                 yield folder / f"{below}{name}"
