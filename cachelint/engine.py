@@ -644,7 +644,7 @@ class Analyzer:
             self.settings.worker_extension_classes,
             {part for loaded in files for part in loaded.module.split(".")},
         )
-        search = on_demand.Search(files, self.defined_words, self.holds_quiesce_word)
+        search = on_demand.Search(files, self.defined_words, self.names_after_quiesce_word)
 
         def summarize(chosen: list[LoadedFile]) -> None:
             self._fulfil([(loaded, True) for loaded in chosen], ON_DEMAND)
@@ -688,15 +688,23 @@ class Analyzer:
             self._remember(loaded)
         return record.sglang
 
-    def holds_quiesce_word(self, loaded: LoadedFile) -> bool:
-        """Whether the file's bytes hold a word naming a pause, drain, sleep or abort (kept in its record)."""
-        from cachelint.rules.cl007_prefix_reset_may_noop import QUIESCE_WORDS
-
+    def names_after_quiesce_word(self, loaded: LoadedFile, names: Sequence[bytes]) -> bool:
+        """Whether the file's bytes hold one of `names` and a word naming a pause, drain, sleep or abort.
+        With a cache the second is looked for first and kept in the file's record, so that a later run
+        need not read the file; without one, only in the files holding a name."""
         record = loaded.record
         assert record is not None
-        if record.quiesce is None:
-            record.quiesce = any(word in loaded.raw for word in QUIESCE_WORDS)
-            self._remember(loaded)
+        if record.quiesce is None and self.cache is not None:
+            self._note_quiesce_word(loaded, record)
+        if record.quiesce is False or not any(name in loaded.raw for name in names):
+            return False
+        return record.quiesce or self._note_quiesce_word(loaded, record)
+
+    def _note_quiesce_word(self, loaded: LoadedFile, record: FileRecord) -> bool:
+        from cachelint.rules.cl007_prefix_reset_may_noop import QUIESCE_WORDS
+
+        record.quiesce = any(word in loaded.raw for word in QUIESCE_WORDS)
+        self._remember(loaded)
         return record.quiesce
 
     def multimodal_evidence(self) -> tuple[Evidence, ...]:

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import builtins
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeVar
@@ -220,7 +220,7 @@ class Search:
         self,
         files: Iterable[LoadedFile],
         defined_words: Callable[[LoadedFile], frozenset[str]],
-        holds_quiesce_word: Callable[[LoadedFile], bool],
+        names_after_quiesce_word: Callable[[LoadedFile, Sequence[bytes]], bool],
     ) -> None:
         self.files = list(files)
         self.by_module = {loaded.module: loaded for loaded in self.files}
@@ -231,7 +231,7 @@ class Search:
             for end in range(1, len(parts) + 1)
         }
         self._defined_words = defined_words
-        self._holds_quiesce_word = holds_quiesce_word
+        self._names_after_quiesce_word = names_after_quiesce_word
         self._definers: dict[str, list[LoadedFile]] | None = None
         self._asked_modules: set[str] = set()
         self._asked_classes: set[str] = set()
@@ -358,9 +358,7 @@ class Search:
                 (
                     loaded
                     for loaded in self.files
-                    if self.open(loaded)
-                    and self._holds_quiesce_word(loaded)
-                    and any(name in loaded.raw for name in callers)
+                    if self.open(loaded) and self._names_after_quiesce_word(loaded, callers)
                 ),
                 always=True,
             )

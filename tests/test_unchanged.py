@@ -6,11 +6,13 @@ run is not recorded (a coarse clock would not show a second change in the same t
 from __future__ import annotations
 
 import os
+import shutil
 import time
 from pathlib import Path
 
 import pytest
 from cli_runner import CLEAN, WORKER, tiny_project
+from fixture_cases import FIXTURES
 
 from cachelint import engine
 from cachelint.config import Settings
@@ -132,3 +134,22 @@ def test_a_file_changed_since_the_last_run_of_the_whole_project_is_read(
     analysis, stats = run_on(project, "tiny_rl/worker.py", monkeypatch, use_cache=True)
     assert [report.sglang is not None for report in analysis.projects] == [True]
     assert stats.read == 2  # the target, and the file that changed
+
+
+def test_the_callers_of_a_refit_are_searched_for_only_in_files_that_name_a_pause_or_abort(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """CL007 asks which files call a refit root after a pause or an abort: each file's record keeps
+    whether it names one, so a run on a changed file reads only the files that do."""
+    monkeypatch.setattr(engine, "_now_ns", lambda: time.time_ns() + 60 * 10**9)
+    project = tmp_path / "project"
+    shutil.copytree(FIXTURES / "CL007" / "caller_aborts_first", project)
+    for number in range(20):
+        (project / "rollout" / f"helper_{number}.py").write_text(f"def update_{number}(a):\n    return a\n")
+    run(project, monkeypatch)
+    server = project / "rollout" / "server.py"
+    server.write_text(server.read_text(encoding="utf-8") + "\n", encoding="utf-8")
+    warm, stats = run_on(project, "rollout/server.py", monkeypatch, use_cache=True)
+    cold, _ = run_on(project, "rollout/server.py", monkeypatch)
+    assert warm.findings == cold.findings == []  # the manager aborts first
+    assert stats.read == 2  # the changed file, and the manager that aborts
