@@ -26,8 +26,9 @@ from cachelint.summary import SGLANG_UPDATES, FileSummary, Launch
 VARIABLE = "SGLANG_VLM_CACHE_SIZE_MB"
 ON_POLICY = "rl_on_policy_target"
 ON_POLICY_WORDS = (b"rl_on_policy_target", b"rl-on-policy-target")
-# The fields of SGLang's generate request that carry media.
-MEDIA_FIELDS = re.compile(rb"\b(image_data|video_data|audio_data)\b")
+# The fields of SGLang's generate request that carry media (the regex is run only where one is).
+MEDIA_WORDS = (b"image_data", b"video_data", b"audio_data")
+MEDIA_FIELDS = re.compile(rb"\b(" + b"|".join(MEDIA_WORDS) + rb")\b")
 
 
 class RefitWithMmEmbeddingCache(Rule):
@@ -121,7 +122,7 @@ def media_evidence(context: Context) -> tuple[Evidence, ...]:
             if b"sglang" not in raw and b"SGLang" not in raw:
                 continue
             hits = []
-            match = MEDIA_FIELDS.search(raw)
+            match = MEDIA_FIELDS.search(raw) if any(word in raw for word in MEDIA_WORDS) else None
             if match is not None:
                 hits.append((match.start(), match.group(1).decode()))
             part = content_part(raw)
