@@ -445,7 +445,8 @@ class Analyzer:
                 signature = file_signature(loaded.path.stat())
             except OSError:
                 signature = ""
-            if new and recorded is not None and recorded[0] == signature and self.cache is not None:
+            unchanged = recorded is not None and recorded[0] == signature and absolute not in self._overlay
+            if new and recorded is not None and unchanged:
                 loaded.cache_key, loaded.signature = recorded[1], signature
             elif new:
                 del self.loaded[absolute]
@@ -1108,7 +1109,7 @@ class ProjectRun:
         return findings
 
     def _stored_unread(self, progress: Callable[[int, int], None] | None) -> list[Finding] | None:
-        manifest = self._manifest() if self.walked else None
+        manifest = self._manifest() if self.walked and not self.overlay else None
         if manifest is None:
             return None
         started = time.perf_counter()
@@ -1128,9 +1129,8 @@ class ProjectRun:
         return findings
 
     def _manifest(self) -> dict[str, Any] | None:
-        """What the last run of the whole project recorded of its files (see `_put_manifest`), if any
-        and the run sees the files as they are on disk."""
-        if self.cache is None or self.overlay:
+        """What the last run of the whole project recorded of its files (see `_put_manifest`), if any."""
+        if self.cache is None:
             return None
         text = self.cache.get_text(self._manifest_key())
         try:

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from cli_runner import CLEAN, WORKER, tiny_project
+from cli_runner import CLEAN, DEMO, WORKER, tiny_project
 from fixture_cases import FIXTURES
 
 from cachelint import engine
@@ -153,3 +153,24 @@ def test_the_callers_of_a_refit_are_searched_for_only_in_files_that_name_a_pause
     cold, _ = run_on(project, "rollout/server.py", monkeypatch)
     assert warm.findings == cold.findings == []  # the manager aborts first
     assert stats.read == 2  # the changed file, and the manager that aborts
+
+
+def test_each_round_of_a_fix_on_a_changed_file_reads_only_that_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fix hook: after each round of fixes the file is analysed again with its fixed text, and the
+    rest of the project is still known from the last run of the whole project."""
+    from cachelint.fixes import fix_to_fixed_point, write_changes
+
+    monkeypatch.setattr(engine, "_now_ns", lambda: time.time_ns() + 60 * 10**9)
+    project = tmp_path / "demo"
+    shutil.copytree(DEMO, project, ignore=shutil.ignore_patterns(".cachelint_cache"))
+    run(project, monkeypatch)
+    server = project / "demo_rl" / "rollout_server.py"
+    server.write_text(server.read_text(encoding="utf-8") + "\n", encoding="utf-8")
+    with recording() as stats:
+        outcome = fix_to_fixed_point([Path("demo_rl/rollout_server.py")], Settings(), unsafe=True, use_cache=True)
+    assert outcome.fixed == 4 and write_changes(outcome) == []
+    # Two analyses (the second finds nothing left to fix), each reading the file (then its fixed text)
+    # and the one file the on-demand search looks into; not the other four.
+    assert (stats.projects, stats.read) == (2, 4)
