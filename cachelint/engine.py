@@ -445,8 +445,7 @@ class Analyzer:
                 signature = file_signature(loaded.path.stat())
             except OSError:
                 signature = ""
-            unchanged = recorded is not None and recorded[0] == signature and absolute not in self._overlay
-            if new and recorded is not None and unchanged:
+            if new and recorded is not None and recorded[0] == signature and absolute not in self._overlay:
                 loaded.cache_key, loaded.signature = recorded[1], signature
             elif new:
                 del self.loaded[absolute]
