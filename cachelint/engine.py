@@ -330,6 +330,26 @@ def examine_files(tasks: list[Task]) -> list[Outcome]:
         return [examine_file(*task) for task in tasks]
 
 
+# What a worker is asked to look at: the file's bytes, its module name, the version helpers, whether to
+# encode a summary for the cache, and what makes the file worth summarizing.
+ScanTask = tuple[bytes, str, tuple[str, ...], bool, "Triggers"]
+# Below this many bytes to look at, this process looks at them alone (a pool takes 15 ms to start; a
+# core looks at about 250 MB/s), and starts one only when there is enough to parse.
+SCAN_POOL_BYTES = 4 * 1024 * 1024
+# Which files hold a trigger word is known only once looked at: more, smaller batches even the load.
+SCAN_BATCHES_PER_WORKER = 12
+
+
+def scan_files(tasks: list[ScanTask]) -> list[Outcome | None]:
+    """For each file, None when it holds no trigger word, else what examining it found."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # as in examine_files
+        return [
+            examine_file(raw, module, helpers, True, encode) if triggers.held_by(raw) else None
+            for raw, module, helpers, encode, triggers in tasks
+        ]
+
+
 def examine_file(
     source: bytes | str, module: str, helpers: tuple[str, ...], want_summary: bool, encode: bool
 ) -> Outcome:
@@ -468,17 +488,43 @@ class Analyzer:
         self._give_records(files)
         return any(loaded.record.trigger for loaded in files if loaded.record is not None)
 
-    def _give_records(self, files: list[LoadedFile]) -> None:
+    def _give_records(self, files: list[LoadedFile], summarize: bool = False) -> None:
         """Give each readable file without a record one: the cache's for its bytes, or else a new one
-        telling whether it holds a trigger word."""
+        telling whether it holds a trigger word. With `summarize`, when there are enough bytes to look
+        at, the pool looks at them and summarizes the files holding a trigger word on the way."""
         missing = [loaded for loaded in files if loaded.error is None and loaded.record is None]
         keys = [loaded.cache_key for loaded in missing if loaded.cache_key]
         known = self.cache.get_many(keys) if self.cache is not None and keys else {}
+        unknown = []
         for loaded in missing:
             loaded.record = known.get(loaded.cache_key)
             if loaded.record is None:
-                loaded.record = FileRecord(self.triggers.held_by(loaded.raw))
+                unknown.append(loaded)
+        if summarize and self._scan_in_pool(unknown):
+            return
+        for loaded in unknown:
+            loaded.record = FileRecord(self.triggers.held_by(loaded.raw))
+            self._remember(loaded)
+
+    def _scan_in_pool(self, unknown: list[LoadedFile]) -> bool:
+        """Look for trigger words in `unknown` over the pool, summarizing the files that hold one; False
+        when there are too few bytes for a pool to pay (see SCAN_POOL_BYTES)."""
+        sizes = [len(loaded.raw) for loaded in unknown]
+        if sum(sizes) < SCAN_POOL_BYTES or parallel.worker_count(sum(sizes), self.workers.requested) <= 1:
+            return False
+        import cachelint.summary.walk  # noqa: F401 (once here, not again in each forked worker)
+
+        helpers, encode = self.settings.version_helpers, self.cache is not None
+        tasks: list[ScanTask] = [(loaded.raw, loaded.module, helpers, encode, self.triggers) for loaded in unknown]
+        outcomes = self.workers.map(scan_files, tasks, sizes, batches_per_worker=SCAN_BATCHES_PER_WORKER)
+        for loaded, outcome in zip(unknown, outcomes, strict=True):
+            loaded.record = FileRecord(outcome is not None)
+            if outcome is None:
                 self._remember(loaded)
+            else:
+                self.stats.summarized[UP_FRONT] += 1
+                self._take_outcome(loaded, outcome)
+        return True
 
     def examine(self, progress: Callable[[int, int], None] | None = None) -> None:
         """Summarize the files holding a trigger word. `progress(done, total)` is told as files are
@@ -486,10 +532,10 @@ class Analyzer:
         started = time.perf_counter()
         files = list(self.loaded.values())
         self._progress = progress
-        self._give_records(files)
+        self._give_records(files, summarize=True)
         wanted: list[tuple[LoadedFile, bool]] = []
         for loaded in files:
-            if loaded.error is not None or loaded.record is None:
+            if loaded.error is not None or loaded.record is None or loaded.summary is not None:
                 self._finished.add(loaded.display)
             elif loaded.record.trigger:
                 wanted.append((loaded, True))
@@ -591,19 +637,24 @@ class Analyzer:
             import cachelint.summary.walk  # noqa: F401 (once here, not again in each forked worker)
         sizes = [len(loaded.raw) * (SUMMARY_COST if want else 1) for loaded, want in work]
         outcomes = self.workers.map(examine_files, tasks, sizes, done)
-        for (loaded, _), (syntax, summary, encoded, failure) in zip(work, outcomes, strict=True):
-            record = loaded.record
-            assert record is not None
-            record.syntax = syntax
-            record.summary = encoded
-            if failure is not None:
-                loaded.error = internal_error_finding(loaded.display, failure)
-            elif isinstance(syntax, tuple):
-                loaded.error = syntax_error_finding(loaded.display, SourceError(*syntax))
-            elif summary is not None:
-                summary.path = loaded.display
-                loaded.summary = summary
-            self._remember(loaded)
+        for (loaded, _), outcome in zip(work, outcomes, strict=True):
+            self._take_outcome(loaded, outcome)
+
+    def _take_outcome(self, loaded: LoadedFile, outcome: Outcome) -> None:
+        """Keep what examining the file found in its record (and the cache), and on the file."""
+        syntax, summary, encoded, failure = outcome
+        record = loaded.record
+        assert record is not None
+        record.syntax = syntax
+        record.summary = encoded
+        if failure is not None:
+            loaded.error = internal_error_finding(loaded.display, failure)
+        elif isinstance(syntax, tuple):
+            loaded.error = syntax_error_finding(loaded.display, SourceError(*syntax))
+        elif summary is not None:
+            summary.path = loaded.display
+            loaded.summary = summary
+        self._remember(loaded)
 
     def _report_progress(self) -> None:
         if self._progress is not None:

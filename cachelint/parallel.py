@@ -93,6 +93,7 @@ class Workers:
         items: Sequence[Item],
         sizes: Sequence[int],
         done: Callable[[list[int]], None] | None = None,
+        batches_per_worker: int = BATCHES_PER_WORKER,
     ) -> list[Result]:
         """`work` (a module-level function) over `items`, in batches of similar total `sizes`; the
         results in the order of `items`. `done` is told the indexes of each batch as it finishes."""
@@ -101,7 +102,7 @@ class Workers:
             return _run_here(work, items, done, range(len(items)))
         from concurrent.futures.process import BrokenProcessPool
 
-        batches = _balanced_batches(sizes, min(len(items), count * BATCHES_PER_WORKER))
+        batches = _balanced_batches(sizes, min(len(items), count * batches_per_worker))
         results: dict[int, Result] = {}
         try:
             with interrupts.deferred():  # the pool starts whole: processes, then its threads

@@ -12,15 +12,17 @@ import sqlite3
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from cli_runner import DEMO, NO_PIN_WARNING, cachelint, check, environment
 from fixture_cases import FIXTURES, Case, analyze_case, rule_cases
 
 import cachelint as package
-from cachelint import parallel
+from cachelint import engine, parallel
 from cachelint.cache import CACHEDIR_TAG, DATABASE, OWN_FILES, FileRecord
 from cachelint.config import Settings
+from cachelint.engine import recording
 from cachelint.finding import Finding
 
 CASES = [*rule_cases(), Case("demo", FIXTURES / "demo")]
@@ -74,11 +76,16 @@ def rewrite_file_entries(folder: Path, record: FileRecord) -> None:
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
-def test_findings_are_identical_with_and_without_cache_serial_and_parallel(case: Case, tmp_path: Path) -> None:
+def test_findings_are_identical_with_and_without_cache_serial_and_parallel(
+    case: Case, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     case = copy_case(case, tmp_path)
     expected = analyze_case(case, workers=1).findings
     assert analyze_case(case, workers=2).findings == expected, "parallel differs from serial"
-    assert analyze_case(case, CACHED, use_cache=True, workers=2).findings == expected, "cold cache (parallel)"
+    with monkeypatch.context() as patched:  # the pool also looks for the trigger words (a large project)
+        patched.setattr(engine, "SCAN_POOL_BYTES", 0)
+        assert analyze_case(case, workers=2).findings == expected, "looked at over the pool"
+        assert analyze_case(case, CACHED, use_cache=True, workers=2).findings == expected, "cold cache (parallel)"
     assert analyze_case(case, CACHED, use_cache=True, workers=1).findings == expected, "warm cache (whole run)"
     forget_runs(cache_of(case))
     assert analyze_case(case, CACHED, use_cache=True, workers=1).findings == expected, "warm cache (file entries)"
@@ -486,6 +493,37 @@ def test_pool_keeps_item_order_and_never_nests() -> None:
         results = workers.map(_report_pool_state, items, sizes)
     assert results == [(item, False) for item in items]
     assert parallel.can_start_pool()
+
+
+def test_a_large_project_is_looked_at_over_the_pool_as_in_this_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With enough bytes, the pool looks for trigger words and summarizes the files holding one on the
+    way: the same findings, file records and counts as one process looking at every file."""
+    project = copy_demo(tmp_path)
+    (project / "broken_refit.py").write_text("def update_weights(self):\n    self.llm.reset_prefix_cache(\n")
+    (project / "plain.py").write_text("def helper():\n    return 1\n")
+    serial, pooled = Settings(cache_dir="serial"), Settings(cache_dir="pooled")
+    with recording() as one_process:
+        expected = analyze_case(Case("demo", project), serial, use_cache=True, workers=1)
+    works: list[str] = []
+    original = parallel.Workers.map
+
+    def spied(self: parallel.Workers, work: Any, *rest: Any, **options: Any) -> Any:
+        works.append(work.__name__)
+        return original(self, work, *rest, **options)
+
+    monkeypatch.setattr(parallel.Workers, "map", spied)
+    monkeypatch.setattr(engine, "SCAN_POOL_BYTES", sum(len(path.read_bytes()) for path in project.rglob("*.py")))
+    with recording() as over_the_pool:
+        found = analyze_case(Case("demo", project), pooled, use_cache=True, workers=2)
+    assert works[0] == "scan_files"
+    assert found.findings == expected.findings
+    assert any(finding.code == "invalid-syntax" and finding.path == "broken_refit.py" for finding in found.findings)
+    assert rows(project / "pooled") == rows(project / "serial")
+    for name in ("trigger", "ruled"):
+        assert getattr(over_the_pool, name) == getattr(one_process, name)
+    assert over_the_pool.summarized == one_process.summarized
 
 
 def test_small_work_stays_in_this_process() -> None:
