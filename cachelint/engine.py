@@ -164,6 +164,11 @@ def _below(path: str, folder: str) -> str | None:
     return path[len(head) :].replace(os.sep, "/") if path.startswith(head) else None
 
 
+# Words looked for in a file's bytes in any case, all at once (one lowered copy serves them all): those
+# of a suppression directive (see DIRECTIVE_WORDS) and SGLang's name (the SGLang rules' searches).
+ANY_CASE_WORDS = (b"noqa", b"cachel", b"sglang")
+
+
 @dataclass
 class LoadedFile:
     path: Path
@@ -178,6 +183,7 @@ class LoadedFile:
     record: FileRecord | None = None  # what is known about `raw`, from the cache or this run
     cache_key: str = ""
     signature: str = ""  # size, times and inode when read (`file_signature`), for the next run
+    any_case: frozenset[bytes] | None = None  # those of ANY_CASE_WORDS `raw` holds in any case, once asked
 
     @property
     def raw(self) -> bytes:
@@ -194,6 +200,13 @@ class LoadedFile:
     @raw.setter
     def raw(self, contents: bytes) -> None:
         self.contents = contents
+
+    def holds_any_case(self, word: bytes) -> bool:
+        """Whether `raw` holds `word`, one of ANY_CASE_WORDS, in any case."""
+        if self.any_case is None:
+            lowered = self.raw.lower()
+            self.any_case = frozenset(known for known in ANY_CASE_WORDS if known in lowered)
+        return word in self.any_case
 
     def decoded(self) -> SourceFile | None:
         """The text of `raw`, decoded on first use; None when it does not decode."""
@@ -718,11 +731,12 @@ class Analyzer:
             self._defined_sets[loaded.display] = frozenset(record.defined)
         return self._defined_sets[loaded.display]
 
-    def project_bytes(self) -> Iterator[tuple[str, bytes]]:
-        """Each readable file of the project (by its shown path, in order) with its bytes: for the
-        SGLang rules' searches, run only when one has something to report."""
+    def project_bytes(self, naming_sglang: bool = False) -> Iterator[tuple[str, bytes]]:
+        """Each readable file of the project (by its shown path, in order) with its bytes, or with
+        `naming_sglang` each whose bytes name SGLang in any case: for the SGLang rules' searches, run
+        only when one has something to report."""
         for loaded in sorted(self.loaded.values(), key=lambda loaded: loaded.display):
-            if loaded.error is None:
+            if loaded.error is None and (not naming_sglang or loaded.holds_any_case(b"sglang")):
                 yield loaded.display, loaded.raw
 
     @functools.cached_property
@@ -1309,6 +1323,7 @@ def _find(
             sglang=sglang,
             sglang_facts=load_sglang_facts(),
             project_bytes=analyzer.project_bytes,
+            sglang_bytes=functools.partial(analyzer.project_bytes, naming_sglang=True),
             imports_sglang=lambda: analyzer.imports_sglang,
             summaries_where=analyzer.summaries_where,
         )
@@ -1334,7 +1349,7 @@ def apply_suppressions(
     suppressions = {}
     for loaded in clean:
         has_findings = loaded.display in with_findings
-        if not (report_unused or has_findings) or not _may_hold_directive(loaded.raw):
+        if not (report_unused or has_findings) or not _may_hold_directive(loaded):
             continue
         source = loaded.decoded()
         if source is None:
@@ -1351,11 +1366,10 @@ def apply_suppressions(
     return kept
 
 
-def _may_hold_directive(raw: bytes) -> bool:
-    """Whether the bytes may hold a directive: a quick test, as a directive's words are ASCII and Python
-    source encodings are ASCII-compatible (not "cachelint": IGNORECASE lets i match two more)."""
-    lowered = raw.lower()
-    return b"noqa" in lowered or b"cachel" in lowered
+def _may_hold_directive(loaded: LoadedFile) -> bool:
+    """Whether the file's bytes may hold a directive: a quick test, as a directive's words are ASCII and
+    Python source encodings are ASCII-compatible (not "cachelint": IGNORECASE lets i match two more)."""
+    return loaded.holds_any_case(b"noqa") or loaded.holds_any_case(b"cachel")
 
 
 def _holds(words: str, text: str) -> bool:

@@ -13,7 +13,7 @@ import pytest
 from cli_runner import DEMO
 
 from cachelint.config import DEFAULT_REFIT_FUNCTIONS, Settings
-from cachelint.engine import TRIGGER_PATTERNS, TRIGGER_WORDS, Triggers, analyze, defined_in
+from cachelint.engine import ANY_CASE_WORDS, TRIGGER_PATTERNS, TRIGGER_WORDS, LoadedFile, Triggers, analyze, defined_in
 from cachelint.finding import Applicability, Edit, Finding, Fix, Span
 from cachelint.output import ReportContext, render
 from cachelint.word_search import WordSearch
@@ -53,6 +53,20 @@ def test_words_sharing_a_part_are_found_exactly_as_one_by_one() -> None:
             assert search.any_in(raw) == any(word in raw for word in chosen)
             expected = sorted((raw.find(word), word) for word in chosen if word in raw)
             assert sorted(search.found_in(raw)) == expected
+
+
+def test_words_looked_for_in_any_case_are_found_as_in_the_lowered_bytes() -> None:
+    """One lowered copy of a file's bytes answers for every word of ANY_CASE_WORDS (suppression
+    directives, SGLang's name), whatever the case each is spelled in."""
+    chooser = random.Random(11)
+    for raw in CORPUS:
+        for _ in range(4):
+            word = chooser.choice(ANY_CASE_WORDS)
+            spelled = bytes(letter ^ 0x20 if chooser.random() < 0.5 else letter for letter in word)
+            variant = raw + b"\n# " + spelled if chooser.random() < 0.7 else raw
+            loaded = LoadedFile(Path("x.py"), "x.py", contents=variant)
+            for known in ANY_CASE_WORDS:
+                assert loaded.holds_any_case(known) == (known in variant.lower()), (known, spelled)
 
 
 def test_the_words_a_file_defines_are_those_def_or_class_names_exactly() -> None:

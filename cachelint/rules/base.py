@@ -50,8 +50,10 @@ class Context:
     # The supported SGLang range (every known release when not given) and the SGLang facts.
     sglang: SupportedRange | None = None
     sglang_facts: Facts = dataclasses.field(default_factory=load_sglang_facts)
-    # The project's files with their bytes (shown path, bytes), for the SGLang rules' searches.
+    # The project's files with their bytes (shown path, bytes), for the SGLang rules' searches; and
+    # those of them whose bytes name SGLang in any case.
     project_bytes: Callable[[], Iterable[tuple[str, bytes]]] = tuple
+    sglang_bytes: Callable[[], Iterable[tuple[str, bytes]]] = tuple
     # Whether a file of the project imports SGLang.
     imports_sglang: Callable[[], bool] = lambda: False
 

@@ -102,11 +102,10 @@ def stale_releases(context: Context) -> list[Version]:
 
 def _mentions(context: Context) -> set[bytes]:
     found: set[bytes] = set()
-    for _, raw in context.project_bytes():
-        if VARIABLE.encode() in raw:
-            found.add(VARIABLE.encode())
-        if any(word in raw for word in ON_POLICY_WORDS):
-            found.add(ON_POLICY.encode())
+    if any(VARIABLE.encode() in raw for _, raw in context.sglang_bytes()):  # the variable's name names SGLang
+        found.add(VARIABLE.encode())
+    if any(word in raw for _, raw in context.project_bytes() for word in ON_POLICY_WORDS):
+        found.add(ON_POLICY.encode())
     return found
 
 
@@ -118,7 +117,7 @@ def media_evidence(context: Context) -> tuple[Evidence, ...]:
 
     def find() -> tuple[Evidence, ...]:
         found = []
-        for path, raw in context.project_bytes():
+        for path, raw in context.sglang_bytes():
             if b"sglang" not in raw and b"SGLang" not in raw:
                 continue
             hits = []
@@ -159,26 +158,31 @@ def _help(context: Context) -> str:
 
 # The calls that may launch SGLang (cachelint.summary.launches says which count); `run(` and `call(`
 # only in a file that names `subprocess`.
-IN_PROCESS_OR_POPEN = re.compile(rb"\b(?:Engine|launch_server|_launch_subprocesses|Process|Popen)\(")
+LAUNCH_CALLS = (b"Engine", b"launch_server", b"_launch_subprocesses", b"Process", b"Popen")
+IN_PROCESS_OR_POPEN = re.compile(rb"\b(?:" + b"|".join(LAUNCH_CALLS) + rb")\(")
+_LAUNCH_CALL_WORDS = tuple(name + b"(" for name in LAUNCH_CALLS)  # the regex runs only where one is
 SUBPROCESS_RUN = re.compile(rb"\b(?:run|call|check_call|check_output)\(")
 
 
-def _may_launch(path: str, raw: bytes) -> bool:
-    """Whether a file may start SGLang: it names SGLang (in its path or its bytes, in any case) and holds
-    a call that may launch it."""
-    if "sglang" not in path.lower() and b"sglang" not in raw.lower():
-        return False
-    return IN_PROCESS_OR_POPEN.search(raw) is not None or (
-        b"subprocess" in raw and SUBPROCESS_RUN.search(raw) is not None
-    )
+def _may_launch(raw: bytes) -> bool:
+    """Whether a file's bytes hold a call that may launch SGLang."""
+    if any(word in raw for word in _LAUNCH_CALL_WORDS) and IN_PROCESS_OR_POPEN.search(raw) is not None:
+        return True
+    return b"subprocess" in raw and SUBPROCESS_RUN.search(raw) is not None
 
 
 def _launches(context: Context) -> list[tuple[FileSummary, Launch]]:
-    """Every launch site of the project: the files that may hold one are parsed when a finding asks."""
+    """Every launch site of the project: the files that may hold one (they name SGLang, in their path
+    or their bytes, in any case, and hold a call that may launch it) are parsed when a finding asks."""
 
     def find() -> list[tuple[FileSummary, Launch]]:
+        naming = {path for path, _ in context.sglang_bytes()}
+
+        def may_launch(path: str, raw: bytes) -> bool:
+            return (path in naming or "sglang" in path.lower()) and _may_launch(raw)
+
         files = {file.path: file for file in context.project.files.values()}
-        files.update((file.path, file) for file in context.summaries_where(_may_launch))
+        files.update((file.path, file) for file in context.summaries_where(may_launch))
         return [(file, launch) for _, file in sorted(files.items()) for launch in file.launches]
 
     return context.project.memoized("CL202:launches", find)
