@@ -44,11 +44,12 @@ class Launches(Requests):
                 self.frame.sglang_commands.discard(target.id)
 
     def _note_launch(self, node: ast.Call) -> None:
-        dotted = dotted_name(node.func)
-        if not dotted:
-            return
-        name = dotted.rsplit(".", 1)[-1]
+        func = node.func
+        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
         if name not in _LAUNCH_NAMES:
+            return
+        dotted = dotted_name(func)
+        if not dotted:
             return
         resolved = provenance.resolve_dotted(dotted, self.summary.imports)
         module = resolved.split(".")[0]
