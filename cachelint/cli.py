@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import io
 import os
 import sys
@@ -256,8 +257,9 @@ def check(
     import gc
 
     gc.disable()  # this process ends after one analysis, which makes no garbage cycles worth collecting
+    from cachelint import parallel
     from cachelint.engine import analyze
-    from cachelint.output import STATISTICS_FORMATS, ReportContext, render
+    from cachelint.output import STATISTICS_FORMATS, ReportContext, preload, render
 
     stdin = read_stdin(paths, stdin_filename)
     targets = [stdin[0]] if stdin else list(paths) or [Path()]
@@ -279,6 +281,7 @@ def check(
         return
     if verbose:
         print_stats_at_exit()
+    parallel.load_while_waiting(functools.partial(preload, settings.output_format))
     use_cache = not no_cache
     writes = [flag for flag, given in (("--fix", fix), ("--fix-only", fix_only), ("--diff", show_diff)) if given]
     if stdin and add_noqa:

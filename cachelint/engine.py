@@ -988,6 +988,7 @@ def analyze(
         return _offset(progress, done[0])
 
     with parallel.Workers(workers) as pool:  # one pool for every project of the run
+        parallel.load_while_waiting(_import_analysis)
         prepared: dict[int, ProjectRun] = {}
         if use_cache and len(plans) > 1 and all(plan.walked for plan in plans):
             # First what the caches answer, here: an unchanged project needs no process of its own.
@@ -1040,12 +1041,15 @@ def analyze_projects(tasks: list[ProjectTask]) -> list[tuple[Analysis, RunStats]
 
 def _import_analysis() -> None:
     """Import (and load the facts of) what analysing a project needs, once here rather than again in
-    each forked worker."""
+    each forked worker, or while the pool summarizes."""
+    import cachelint.on_demand
+    import cachelint.project
     import cachelint.summary.walk  # noqa: F401
-    from cachelint.facts import load_facts
+    from cachelint.facts import load_facts, load_sglang_facts
     from cachelint.rules import ALL_RULES  # noqa: F401
 
     load_facts()
+    load_sglang_facts()
 
 
 def _has_cache(plan: ProjectPlan) -> bool:

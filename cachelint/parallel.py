@@ -24,6 +24,8 @@ MIN_PARALLEL_WORK = 512 * 1024
 BATCHES_PER_WORKER = 4
 
 _in_worker = False
+# What this process is to load the first time it waits for the pool (see `load_while_waiting`).
+_loads: dict[Callable[[], object], None] = {}
 
 
 def _start_worker() -> None:
@@ -33,6 +35,19 @@ def _start_worker() -> None:
     import gc
 
     gc.disable()  # as in the parent during the analysis (see engine.collector_paused)
+
+
+def load_while_waiting(load: Callable[[], object]) -> None:
+    """Have `load` (imports the rest of the run needs) run the first time this process waits for the
+    pool's work, when a core may be idle, rather than after, when the run waits for it."""
+    _loads[load] = None
+
+
+def _load_now() -> None:
+    while _loads:
+        load = next(iter(_loads))
+        del _loads[load]
+        load()
 
 
 def available_cores() -> int:
@@ -108,6 +123,7 @@ class Workers:
             with interrupts.deferred():  # the pool starts whole: processes, then its threads
                 pool = self._start(count)
                 futures = [pool.submit(work, [items[index] for index in batch]) for batch in batches]
+            _load_now()
             for batch, future in zip(batches, futures, strict=True):
                 results.update(zip(batch, future.result(), strict=True))
                 if done is not None:

@@ -526,6 +526,22 @@ def test_a_large_project_is_looked_at_over_the_pool_as_in_this_process(
     assert over_the_pool.summarized == one_process.summarized
 
 
+def test_what_waits_for_the_pool_is_loaded_once_while_it_works() -> None:
+    loaded: list[int] = []
+
+    def load() -> None:
+        loaded.append(os.getpid())
+
+    parallel.load_while_waiting(load)
+    parallel.load_while_waiting(load)  # asked twice, loaded once
+    items = list(range(8))
+    with parallel.Workers(2) as workers:
+        assert workers.map(_report_pool_state, items, [1] * len(items)) == [(item, False) for item in items]
+        assert loaded == [os.getpid()]
+        workers.map(_report_pool_state, items, [1] * len(items))
+    assert loaded == [os.getpid()]
+
+
 def test_small_work_stays_in_this_process() -> None:
     assert parallel.worker_count(parallel.MIN_PARALLEL_WORK - 1) == 1
     assert parallel.worker_count(parallel.MIN_PARALLEL_WORK) == parallel.available_cores()

@@ -41,6 +41,16 @@ def render(findings: Sequence[Finding], fmt: str, out: TextIO, context: ReportCo
             out.write(f"{_ALL_PASSED_IN_COLOR if context.color else ALL_PASSED}\n")
             out.writelines(f"{printable(line)}\n" for line in context.range_lines())
         return
+    _renderer(fmt)(sorted(findings, key=Finding.sort_key), out, context)
+
+
+def preload(fmt: str) -> None:
+    """Import what printing `fmt` needs (rich for the human formats) ahead of printing."""
+    if fmt in _RENDERERS:
+        _renderer(fmt)
+
+
+def _renderer(fmt: str) -> Renderer:
     module, name = _RENDERERS[fmt]
     renderer: Renderer = getattr(importlib.import_module(module), name)
-    renderer(sorted(findings, key=Finding.sort_key), out, context)
+    return renderer
