@@ -169,6 +169,12 @@ def _below(path: str, folder: str) -> str | None:
 ANY_CASE_WORDS = (b"noqa", b"cachel", b"sglang")
 
 
+def any_case_words(raw: bytes) -> frozenset[bytes]:
+    """The words of ANY_CASE_WORDS that `raw` holds in any case."""
+    lowered = raw.lower()
+    return frozenset(word for word in ANY_CASE_WORDS if word in lowered)
+
+
 @dataclass
 class LoadedFile:
     path: Path
@@ -204,8 +210,7 @@ class LoadedFile:
     def holds_any_case(self, word: bytes) -> bool:
         """Whether `raw` holds `word`, one of ANY_CASE_WORDS, in any case."""
         if self.any_case is None:
-            lowered = self.raw.lower()
-            self.any_case = frozenset(known for known in ANY_CASE_WORDS if known in lowered)
+            self.any_case = any_case_words(self.raw)
         return word in self.any_case
 
     def decoded(self) -> SourceFile | None:
@@ -353,12 +358,16 @@ SCAN_POOL_BYTES = 4 * 1024 * 1024
 SCAN_BATCHES_PER_WORKER = 12
 
 
-def scan_files(tasks: list[ScanTask]) -> list[Outcome | None]:
-    """For each file, None when it holds no trigger word, else what examining it found."""
+def scan_files(tasks: list[ScanTask]) -> list[tuple[Outcome | None, frozenset[bytes]]]:
+    """For each file, what examining it found (None when it holds no trigger word) and which words of
+    ANY_CASE_WORDS it holds (every run asks, for the suppression directives)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # as in examine_files
         return [
-            examine_file(raw, module, helpers, True, encode) if triggers.held_by(raw) else None
+            (
+                examine_file(raw, module, helpers, True, encode) if triggers.held_by(raw) else None,
+                any_case_words(raw),
+            )
             for raw, module, helpers, encode, triggers in tasks
         ]
 
@@ -530,7 +539,8 @@ class Analyzer:
         helpers, encode = self.settings.version_helpers, self.cache is not None
         tasks: list[ScanTask] = [(loaded.raw, loaded.module, helpers, encode, self.triggers) for loaded in unknown]
         outcomes = self.workers.map(scan_files, tasks, sizes, batches_per_worker=SCAN_BATCHES_PER_WORKER)
-        for loaded, outcome in zip(unknown, outcomes, strict=True):
+        for loaded, (outcome, words) in zip(unknown, outcomes, strict=True):
+            loaded.any_case = words
             loaded.record = FileRecord(outcome is not None)
             if outcome is None:
                 self._remember(loaded)
