@@ -122,21 +122,24 @@ def refit_wants(
     from cachelint.rules.cl007_prefix_reset_may_noop import may_noop
 
     wants, quiesces = Wants(), Wants(always=True)
-    for ref in index.functions():
-        if ref.function.name not in roots:
-            continue
-        for reached in index.reachable(ref):
-            file, function = reached.ref.file, reached.ref.function
-            if callers_matter and any(may_noop(event, index) for event in function.resets):
+    refits = [ref for ref in index.functions() if ref.function.name in roots]
+    may_do_nothing = set()
+    for reached in index.reachable_from(refits):  # each function once, whichever refit reaches it
+        file, function = reached.ref.file, reached.ref.function
+        if callers_matter and any(may_noop(event, index) for event in function.resets):
+            may_do_nothing.add(reached.ref.key)
+        for call in function.calls:
+            if (
+                not call.receiver_class
+                and _may_be_defined_in_project(file, call, project_modules)
+                and not index.resolve(file, function, call)
+            ):
+                asking = quiesces if call.name.startswith(_QUIESCE_NAMES) else wants
+                _want_definition(index, file, function, call, project_modules, asking)
+    if may_do_nothing:  # the refits whose own paths hold such a reset
+        for ref in refits:
+            if any(reached.ref.key in may_do_nothing for reached in index.reachable(ref)):
                 wants.callers.add(ref.function.name)
-            for call in function.calls:
-                if (
-                    not call.receiver_class
-                    and _may_be_defined_in_project(file, call, project_modules)
-                    and not index.resolve(file, function, call)
-                ):
-                    asking = quiesces if call.name.startswith(_QUIESCE_NAMES) else wants
-                    _want_definition(index, file, function, call, project_modules, asking)
     return wants, quiesces
 
 

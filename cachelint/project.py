@@ -324,8 +324,14 @@ class ProjectIndex:
 
     def reachable(self, root: FunctionRef, max_depth: int = 8) -> Iterator[Reached]:
         """Every function reachable from `root` (itself included), breadth first."""
-        seen = {root.key}
-        queue: deque[Reached] = deque([Reached(root, (root,))])
+        return self.reachable_from([root], max_depth)
+
+    def reachable_from(self, roots: Iterable[FunctionRef], max_depth: int = 8) -> Iterator[Reached]:
+        """Every function reachable from one of `roots` (themselves included), breadth first: each once,
+        by a shortest path from the nearest root."""
+        starts = {root.key: root for root in roots}
+        seen = set(starts)
+        queue: deque[Reached] = deque(Reached(root, (root,)) for root in starts.values())
         while queue:
             current = queue.popleft()
             yield current

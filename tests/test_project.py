@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import json
 import os
+import random
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from fixture_cases import FIXTURES
 
 from cachelint.config import Settings
 from cachelint.engine import Analyzer, analyze
+from cachelint.project import ProjectIndex
 from cachelint.summary import FileSummary, summarize
 
 SERVER = FIXTURES / "CL003" / "verl_080_server_handle_clear_kv_cache"
@@ -32,6 +34,25 @@ def test_summary_round_trips_through_json() -> None:
         summary = summarize(path.name, text, ast.parse(text))
         restored = FileSummary.from_json(json.loads(summary.encode()))
         assert restored == summary, path
+
+
+@pytest.mark.parametrize("depth", [1, 2, 8])
+def test_what_several_roots_reach_is_what_each_reaches(depth: int) -> None:
+    """The on-demand search walks from every weight-update function at once: the functions it reaches
+    within `depth` calls are those some root reaches within `depth` calls, each once."""
+    summaries = []
+    for number, path in enumerate(sorted(FIXTURES.rglob("*.py"))):
+        text = path.read_text(encoding="utf-8")
+        summaries.append(summarize(f"{number}/{path.name}", text, ast.parse(text), module_name=f"m{number}"))
+    index = ProjectIndex(summaries)
+    functions = sorted(index.functions(), key=lambda ref: ref.key)
+    chooser = random.Random(depth)
+    for size in (1, 2, 5, 20, len(functions)):
+        roots = chooser.sample(functions, min(size, len(functions)))
+        together = [reached.ref.key for reached in index.reachable_from(roots, depth)]
+        one_by_one = {reached.ref.key for root in roots for reached in index.reachable(root, depth)}
+        assert len(together) == len(set(together))
+        assert set(together) == one_by_one
 
 
 def test_checking_one_file_still_indexes_the_project(monkeypatch: object) -> None:
