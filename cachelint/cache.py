@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import hashlib
 import json
 import os
 import stat
@@ -121,6 +120,8 @@ def code_fingerprint() -> str:
     """The cachelint release, the size and time of every file of the package and the Python version
     (its parser decides what is a syntax error): a changed cachelint (an upgrade, an edited development
     checkout) or interpreter never reads entries written by another."""
+    import hashlib
+
     from cachelint import __version__
 
     package = Path(__file__).parent
@@ -169,6 +170,8 @@ class Cache:
         return cls(root, cache_folder(settings, root), f"{code_fingerprint()}\0{settings.analysis_hash()}")
 
     def key(self, raw: bytes, module: str) -> str:
+        import hashlib  # here: a run without the cache never needs it
+
         # surrogateescape: names from file names that are not UTF-8 (os.fsdecode) hash as their bytes
         digest = hashlib.sha256(self.salt + b"\0" + module.encode("utf-8", "surrogateescape") + b"\0")
         digest.update(raw)
@@ -200,6 +203,8 @@ class Cache:
         return found
 
     def run_key(self, inputs: str) -> str:
+        import hashlib
+
         data = inputs.encode("utf-8", "surrogateescape")  # it may name files whose names are not UTF-8
         return "run:" + hashlib.sha256(self.salt + b"\0run\0" + data).hexdigest()
 

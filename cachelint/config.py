@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-import hashlib
 import json
 import os
 from collections.abc import Callable, Iterable, Mapping
@@ -134,6 +133,8 @@ class Settings:
         unrelated = {"output_format", "cache_dir", "config_path", "vllm_origin", "sglang_origin"}
         keys = [item.name for item in dataclasses.fields(self) if item.name not in unrelated]
         payload = json.dumps({key: getattr(self, key) for key in keys}, sort_keys=True, default=list)
+        import hashlib  # here: a run without the cache never needs it
+
         return hashlib.sha256(payload.encode()).hexdigest()[:16]
 
     def to_display(self) -> dict[str, Any]:
