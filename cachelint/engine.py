@@ -538,7 +538,12 @@ class Analyzer:
 
         helpers, encode = self.settings.version_helpers, self.cache is not None
         tasks: list[ScanTask] = [(loaded.raw, loaded.module, helpers, encode, self.triggers) for loaded in unknown]
-        outcomes = self.workers.map(scan_files, tasks, sizes, batches_per_worker=SCAN_BATCHES_PER_WORKER)
+
+        def done(indexes: list[int]) -> None:
+            self._finished.update(unknown[index].display for index in indexes)
+            self._report_progress()
+
+        outcomes = self.workers.map(scan_files, tasks, sizes, done, SCAN_BATCHES_PER_WORKER)
         for loaded, (outcome, words) in zip(unknown, outcomes, strict=True):
             loaded.any_case = words
             loaded.record = FileRecord(outcome is not None)

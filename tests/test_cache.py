@@ -495,6 +495,10 @@ def test_pool_keeps_item_order_and_never_nests() -> None:
     assert parallel.can_start_pool()
 
 
+def told_progress(told: list[tuple[int, int]]) -> Any:
+    return lambda done, total: told.append((done, total))
+
+
 def test_a_large_project_is_looked_at_over_the_pool_as_in_this_process(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -507,17 +511,25 @@ def test_a_large_project_is_looked_at_over_the_pool_as_in_this_process(
     with recording() as one_process:
         expected = analyze_case(Case("demo", project), serial, use_cache=True, workers=1)
     works: list[str] = []
+    told: list[tuple[int, int]] = []
+    told_while_looking: list[int] = []
     original = parallel.Workers.map
 
     def spied(self: parallel.Workers, work: Any, *rest: Any, **options: Any) -> Any:
         works.append(work.__name__)
-        return original(self, work, *rest, **options)
+        results = original(self, work, *rest, **options)
+        if work.__name__ == "scan_files":
+            told_while_looking.append(len(told))
+        return results
 
     monkeypatch.setattr(parallel.Workers, "map", spied)
     monkeypatch.setattr(engine, "SCAN_POOL_BYTES", sum(len(path.read_bytes()) for path in project.rglob("*.py")))
     with recording() as over_the_pool:
-        found = analyze_case(Case("demo", project), pooled, use_cache=True, workers=2)
+        found = analyze_case(Case("demo", project), pooled, use_cache=True, workers=2, progress=told_progress(told))
     assert works[0] == "scan_files"
+    files = len(list(project.rglob("*.py")))
+    assert told_while_looking[0] > 0, "the bar moves on as the pool looks at the files"
+    assert told[-1] == (files, files) and told == sorted(told)
     assert found.findings == expected.findings
     assert any(finding.code == "invalid-syntax" and finding.path == "broken_refit.py" for finding in found.findings)
     assert rows(project / "pooled") == rows(project / "serial")
