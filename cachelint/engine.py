@@ -543,7 +543,8 @@ class Analyzer:
             self._finished.update(unknown[index].display for index in indexes)
             self._report_progress()
 
-        outcomes = self.workers.map(scan_files, tasks, sizes, done, SCAN_BATCHES_PER_WORKER)
+        told = done if self._progress is not None else None
+        outcomes = self.workers.map(scan_files, tasks, sizes, told, SCAN_BATCHES_PER_WORKER)
         for loaded, (outcome, words) in zip(unknown, outcomes, strict=True):
             loaded.any_case = words
             loaded.record = FileRecord(outcome is not None)

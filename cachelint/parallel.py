@@ -20,6 +20,9 @@ Result = TypeVar("Result")
 # byte costs four times as much). Starting and stopping a pool of two costs 15-50 ms, sending the
 # results back a few per cent of the work: below this, one process is done first.
 MIN_PARALLEL_WORK = 512 * 1024
+# Once the pool runs, it takes less work to repay sending it there: a batch's round trip costs well
+# under a millisecond.
+MIN_POOLED_WORK = MIN_PARALLEL_WORK // 8
 # Batches per worker: several, so that a worker given the largest files does not finish last alone.
 BATCHES_PER_WORKER = 4
 
@@ -82,6 +85,7 @@ class Workers:
     def __init__(self, requested: int | None = None) -> None:
         self.requested = requested
         self._pool: ProcessPoolExecutor | None = None
+        self._count = 0  # the running pool's processes
 
     def __enter__(self) -> Workers:
         return self
@@ -112,7 +116,9 @@ class Workers:
     ) -> list[Result]:
         """`work` (a module-level function) over `items`, in batches of similar total `sizes`; the
         results in the order of `items`. `done` is told the indexes of each batch as it finishes."""
-        count = worker_count(sum(sizes), self.requested)
+        work_size = sum(sizes)
+        running = self._pool is not None and self.requested is None and work_size >= MIN_POOLED_WORK
+        count = self._count if running else worker_count(work_size, self.requested)
         if count <= 1 or len(items) <= 1:
             return _run_here(work, items, done, range(len(items)))
         from concurrent.futures.process import BrokenProcessPool
@@ -142,6 +148,7 @@ class Workers:
 
             context = multiprocessing.get_context("fork" if sys.platform == "linux" else None)
             self._pool = ProcessPoolExecutor(max_workers=count, mp_context=context, initializer=_start_worker)
+            self._count = count
         return self._pool
 
 

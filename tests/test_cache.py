@@ -554,6 +554,22 @@ def test_what_waits_for_the_pool_is_loaded_once_while_it_works() -> None:
     assert loaded == [os.getpid()]
 
 
+@pytest.mark.skipif(parallel.available_cores() < 2, reason="one core: no pool")
+def test_a_running_pool_takes_smaller_batches() -> None:
+    """Starting a pool pays only for MIN_PARALLEL_WORK; once it runs, MIN_POOLED_WORK is enough."""
+    items = list(range(4))
+
+    def in_workers(work: int) -> bool:
+        results = workers.map(_report_pool_state, items, [work // len(items)] * len(items))
+        return not any(can_start for _, can_start in results)  # a worker may start no pool
+
+    with parallel.Workers() as workers:
+        assert not in_workers(parallel.MIN_PARALLEL_WORK - 4), "no pool started for this little"
+        assert in_workers(parallel.MIN_PARALLEL_WORK)
+        assert in_workers(parallel.MIN_POOLED_WORK)
+        assert not in_workers(parallel.MIN_POOLED_WORK - 4)
+
+
 def test_small_work_stays_in_this_process() -> None:
     assert parallel.worker_count(parallel.MIN_PARALLEL_WORK - 1) == 1
     assert parallel.worker_count(parallel.MIN_PARALLEL_WORK) == parallel.available_cores()
