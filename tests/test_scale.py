@@ -4,6 +4,7 @@ is measured by bench/inputs_bench.py, not here."""
 
 from __future__ import annotations
 
+import ast
 import io
 import random
 import re
@@ -16,6 +17,8 @@ from cachelint.config import DEFAULT_REFIT_FUNCTIONS, Settings
 from cachelint.engine import ANY_CASE_WORDS, TRIGGER_PATTERNS, TRIGGER_WORDS, LoadedFile, Triggers, analyze, defined_in
 from cachelint.finding import Applicability, Edit, Finding, Fix, Span
 from cachelint.output import ReportContext, render
+from cachelint.summary.nodes import last_name
+from cachelint.version_tests import dotted_name
 from cachelint.word_search import WordSearch
 
 CORPUS = [path.read_bytes() for path in sorted((DEMO.parent).rglob("*.py"))]
@@ -67,6 +70,16 @@ def test_words_looked_for_in_any_case_are_found_as_in_the_lowered_bytes() -> Non
             loaded = LoadedFile(Path("x.py"), "x.py", contents=variant)
             for known in ANY_CASE_WORDS:
                 assert loaded.holds_any_case(known) == (known in variant.lower()), (known, spelled)
+
+
+def test_a_calls_last_name_is_the_last_part_of_its_dotted_name() -> None:
+    """`last_name` reads what `dotted_name` would build, for every expression of the fixture corpus and
+    for odd shapes (a call's attribute, a subscript's, a name)."""
+    odd = [ast.parse(text, mode="eval").body for text in ("f().x", "a[0].b.c", "a.b().c", "x", "a.b", "(1).real")]
+    expressions = [node for raw in CORPUS for node in ast.walk(ast.parse(raw)) if isinstance(node, ast.expr)]
+    for node in [*odd, *expressions]:
+        dotted = dotted_name(node)
+        assert last_name(node) == (dotted.rsplit(".", 1)[-1] if dotted else ""), ast.dump(node)
 
 
 def test_the_words_a_file_defines_are_those_def_or_class_names_exactly() -> None:

@@ -13,7 +13,7 @@ import ast
 
 from cachelint import provenance
 from cachelint.summary.model import FileSummary, Launch
-from cachelint.summary.nodes import string_parts
+from cachelint.summary.nodes import last_name, string_parts
 from cachelint.summary.positions import SourcePositions
 from cachelint.summary.requests import Requests
 from cachelint.version_tests import dotted_name
@@ -44,13 +44,11 @@ class Launches(Requests):
                 self.frame.sglang_commands.discard(target.id)
 
     def _note_launch(self, node: ast.Call) -> None:
-        func = node.func
-        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        name = last_name(node.func)
         if name not in _LAUNCH_NAMES:
             return
-        dotted = dotted_name(func)
-        if not dotted:
-            return
+        dotted = dotted_name(node.func)
+        assert dotted is not None  # a call with a last name is a dotted name's
         resolved = provenance.resolve_dotted(dotted, self.summary.imports)
         module = resolved.split(".")[0]
         in_process = name in IN_PROCESS and provenance.module_engine(resolved) == "sglang"

@@ -21,8 +21,14 @@ DISPATCH_HELPERS = frozenset(
 
 
 def last_name(node: ast.expr) -> str:
-    dotted = dotted_name(node)
-    return dotted.rsplit(".", 1)[-1] if dotted else ""
+    """The last part of a dotted name (`c` for `a.b.c`); "" when `node` is not one. As `dotted_name`
+    reads it, without building the name: every call of a file asks."""
+    base = node
+    while isinstance(base, ast.Attribute):
+        base = base.value
+    if not isinstance(base, ast.Name):
+        return ""
+    return node.attr if isinstance(node, ast.Attribute) else base.id
 
 
 def getattr_target(node: ast.expr) -> tuple[ast.expr, str] | None:
