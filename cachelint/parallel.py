@@ -47,10 +47,13 @@ def load_while_waiting(load: Callable[[], object]) -> None:
 
 
 def _load_now() -> None:
-    while _loads:
-        load = next(iter(_loads))
-        del _loads[load]
-        load()
+    """Run what waits to be loaded, whole: Ctrl-C inside an import can end in a traceback that Python
+    prints and swallows (from the module lock's callback), so SIGINT is held back until it is done."""
+    with interrupts.deferred():
+        while _loads:
+            load = next(iter(_loads))
+            del _loads[load]
+            load()
 
 
 def available_cores() -> int:
