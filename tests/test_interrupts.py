@@ -184,3 +184,31 @@ def interrupt(
     for name, data in before.items():
         assert after.get(name) in (data, fixed[name]), f"{name} is neither the original nor the fixed file"
     return len(members) > 1
+
+
+SWALLOWED = """
+import signal, weakref
+from cachelint import interrupts
+
+class Lock:
+    pass
+
+def dropped(_):
+    signal.raise_signal(signal.SIGINT)  # Ctrl-C raised inside the callback, where Python swallows it
+
+interrupts.install()
+with interrupts.raising():
+    lock = Lock()
+    reference = weakref.ref(lock, dropped)
+    del lock
+    print("the command went on")
+if interrupts.received():  # as cachelint.__main__ does once the command returns
+    interrupts.interrupted()
+"""
+
+
+def test_ctrl_c_that_python_swallows_ends_the_run_with_exit_130_and_no_traceback() -> None:
+    """Ctrl-C raised inside a callback that Python cannot pass an exception on from (the import
+    system's module lock has one) is not printed as "Exception ignored", and still ends the run."""
+    result = subprocess.run([sys.executable, "-c", SWALLOWED], capture_output=True, text=True, timeout=60)
+    assert (result.returncode, result.stderr) == (130, "cachelint: interrupted\n")
