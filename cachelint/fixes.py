@@ -1,10 +1,11 @@
 """Applying fixes: non-overlapping fixes, re-analysis to a fixed point, validation, atomic writes.
 
 Every round analyses the project with the edited files overlaid and picks the fixes the run allows
-(safe; unsafe too with --unsafe-fixes). Each fix's changes are made on the libcst tree of the files it
-touches (`cachelint.codemod`), parsed once a round, and read back as text edits; a fix is kept if its
-edits do not overlap those of the fixes kept before and every file it touches still parses with both
-CPython and libcst. Nothing is written until the rounds end; then each changed file is written
+(safe; unsafe too with --unsafe-fixes). Each fix's changes are made on the libcst tree of the region
+of each file they lie in (`cachelint.codemod`), parsed once a round, and read back as text edits; a
+fix is kept if its edits do not overlap those of the fixes kept before, every file it touches still
+parses and compiles with CPython, and libcst parses the statements it changed. Nothing is written
+until the rounds end; then each changed file is written
 atomically (temporary file in the same folder + os.replace) with its encoding, BOM, line endings,
 mode, owner and group, unless it changed on disk since it was read. A file outside the project
 (reached through a symbolic link) or with several hard links is never fixed (`unwritable`);
@@ -70,16 +71,20 @@ def _absolute(display: str) -> Path:
     return Path(os.path.abspath(display))
 
 
-def _parses(text: str) -> bool:
+def _parses(text: str, before: str) -> bool:
     """Whether CPython parses and compiles `text` (a fix must not bring `await` into a function that
-    is not `async`, say) and libcst parses it."""
+    is not `async`, say) and libcst parses the top-level statements that changed from `before` (a fix
+    changes nothing else)."""
     import libcst  # a tenth of a second: only when a fix is to be applied
+
+    from cachelint.codemod.regions import changed_statements
 
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # SyntaxWarnings concern the code's own checks
-            compile(ast.parse(text), "<fixed>", "exec", dont_inherit=True)
-        libcst.parse_module(text)
+            module = ast.parse(text)
+            compile(module, "<fixed>", "exec", dont_inherit=True)
+        libcst.parse_module(changed_statements(before, text, module))
     except (SyntaxError, ValueError, RecursionError, MemoryError, libcst.ParserSyntaxError):
         return False
     return True
@@ -135,7 +140,7 @@ class _Round:
                 text = apply_edits(self.outcome.files[path].text, [*self.edits.get(path, []), *converted])
             except ValueError:
                 return
-            if not _parses(text):
+            if not _parses(text, self.outcome.files[path].text):
                 self._fail(finding, key, "the result would not parse or compile")
                 return
             by_file[path] = converted

@@ -15,9 +15,10 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import libcst as cst
-from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
+from libcst.metadata import CodePosition, CodeRange, MetadataWrapper, PositionProvider
 
-from cachelint.edits import diff_edits
+from cachelint.codemod import regions
+from cachelint.edits import diff_edits, line_starts
 from cachelint.finding import (
     AddKeyword,
     AwaitCall,
@@ -61,18 +62,31 @@ class SourceTree:
     def __init__(self, module: cst.Module, positions: Mapping[cst.CSTNode, CodeRange]) -> None:
         self.module = module
         self.positions = positions
+        self._code: str | None = None
+        self.first_line = 1  # of the file, where the module's code starts
+        self.header = ""  # code above the file's, that the module starts with (see `regions`)
         self._by_range: dict[Key, list[cst.CSTNode]] | None = None
         self._comments: dict[tuple[int, int], cst.Comment] = {}
 
     @classmethod
-    def parse(cls, text: str) -> SourceTree:
-        """Raises libcst.ParserSyntaxError (and RecursionError) for what libcst cannot parse."""
+    def parse(cls, text: str, first_line: int = 1) -> SourceTree:
+        """The tree of `text`, which starts at line `first_line` of its file (positions count the file's
+        lines). Raises libcst.ParserSyntaxError (and RecursionError) for what libcst cannot parse."""
         module = cst.parse_module(text)
-        return cls(module, MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider))
+        positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+        if first_line > 1:
+            positions = {node: _moved_down(where, first_line - 1) for node, where in positions.items()}
+        tree = cls(module, positions)
+        tree.first_line = first_line
+        return tree
 
     @property
     def code(self) -> str:
-        return self.module.code
+        """The module's code before any change: the text parsed, but in a file whose line breaks are
+        all a lone CR, where libcst drops the last."""
+        if self._code is None:
+            self._code = self.module.code
+        return self._code
 
     def rewrite(self, changes: Sequence[Change]) -> cst.Module:
         """The module with every change made; RewriteError when a change's node is not found."""
@@ -394,6 +408,11 @@ def _argument_separator(call: cst.Call, args: list[cst.Arg]) -> cst.BaseParenthe
     return None
 
 
+def _moved_down(where: CodeRange, lines: int) -> CodeRange:
+    start, end = where.start, where.end
+    return CodeRange(CodePosition(start.line + lines, start.column), CodePosition(end.line + lines, end.column))
+
+
 def _holds(where: CodeRange, span: Span) -> bool:
     start, end = where.start, where.end
     return (start.line, start.column + 1) <= (span.line, span.col) and (span.end_line, span.end_col) <= (
@@ -402,28 +421,82 @@ def _holds(where: CodeRange, span: Span) -> bool:
     )
 
 
+WHOLE_FILE = regions.Region(1, 0)  # how Rewriter.trees keys a file's whole tree
+
+
 class Rewriter:
     """Makes fixes on files read once each (`read(path)`: the text a fix's changes were made for, None
-    when it cannot be had); a file libcst cannot parse gets no fix."""
+    when it cannot be had); a file libcst cannot parse gets no fix. libcst parses only the region of a
+    file that a fix's changes lie in, where that gives the same result (see `regions`)."""
 
     def __init__(self, read: Callable[[str], str | None]) -> None:
         self.read = read
-        self.trees: dict[str, SourceTree | None] = {}
+        self.texts: dict[str, str | None] = {}
+        self.trees: dict[tuple[str, regions.Region], SourceTree | None] = {}
         self.unparsed: dict[str, str] = {}  # why libcst could not parse a file
+        self._definitions: dict[str, list[regions.Definition] | None] = {}
+        self._defaults: dict[str, tuple[str | None, str]] = {}
 
-    def tree(self, path: str) -> SourceTree | None:
-        if path not in self.trees:
-            text = self.read(path)
+    def text(self, path: str) -> str | None:
+        if path not in self.texts:
+            self.texts[path] = self.read(path)
+        return self.texts[path]
+
+    def tree(self, path: str, region: regions.Region | None = None) -> SourceTree | None:
+        """The tree of the file, or of its `region` when that gives the same result; None when libcst
+        cannot parse the file."""
+        text = self.text(path)
+        if text is None:
+            return None
+        if region is not None:
+            tree = self._region_tree(path, text, region)
+            if tree is not None:
+                return tree
+        key = (path, WHOLE_FILE)
+        if key not in self.trees:
             try:
-                self.trees[path] = SourceTree.parse(text) if text is not None else None
+                self.trees[key] = SourceTree.parse(text)
             except cst.ParserSyntaxError as error:
-                self.trees[path] = None
+                self.trees[key] = None
                 reason = error.message.splitlines()[-1] if error.message else "a syntax error"
                 self.unparsed[path] = f"libcst cannot parse {path} ({reason})"
             except RecursionError:
-                self.trees[path] = None
+                self.trees[key] = None
                 self.unparsed[path] = f"{path} is nested too deeply for libcst"
-        return self.trees[path]
+        return self.trees[key]
+
+    def _region_tree(self, path: str, text: str, region: regions.Region) -> SourceTree | None:
+        """The tree of the file's `region`, None when it would not do for the whole file's."""
+        key = (path, region)
+        if key not in self.trees:
+            indent, newline = self._file_defaults(path, text)
+            starts = line_starts(text)
+            code = text[starts[region.first - 1] : starts[region.last] if region.last < len(starts) else len(text)]
+            header = f"class _:{newline}" if region.in_class else ""
+            try:
+                tree: SourceTree | None = SourceTree.parse(header + code, region.first - len(header.splitlines()))
+            except (cst.ParserSyntaxError, RecursionError):
+                tree = None
+            if tree is not None:
+                tree.header = header
+                defaults = (tree.module.default_indent, tree.module.default_newline)
+                if defaults != (indent, newline) or tree.code != header + code:
+                    tree = None
+            self.trees[key] = tree
+        return self.trees[key]
+
+    def _file_defaults(self, path: str, text: str) -> tuple[str | None, str]:
+        if path not in self._defaults:
+            self._defaults[path] = (regions.default_indent(text), regions.default_newline(text))
+        return self._defaults[path]
+
+    def _region(self, path: str, changes: Sequence[Change]) -> regions.Region | None:
+        """The region of the file that the changes need parsed (see `regions`), None for all of it."""
+        if path not in self._definitions:
+            text = self.text(path)
+            self._definitions[path] = regions.definitions(text) if text is not None else None
+        defined = self._definitions[path]
+        return regions.region(regions.change_spans(changes), defined) if defined else None
 
     def why_not(self, fix: Fix) -> str:
         """Why `edits(fix)` gave None."""
@@ -435,11 +508,19 @@ class Rewriter:
         """The fix's text edits by file, derived from the rewritten modules; None when it cannot be made."""
         edits = {}
         for path in fix.paths:
-            tree = self.tree(path)
-            if tree is None:
+            changes = [change for change in fix.changes if change.path == path]
+            tree = self.tree(path, self._region(path, changes))
+            text = self.text(path)
+            if tree is None or text is None:
                 return None
             try:
-                edits[path] = tree.edits(path, [change for change in fix.changes if change.path == path])
+                rewritten = tree.rewrite(changes).code
             except RewriteError:
                 return None
+            header = tree.header
+            if not rewritten.startswith(header):
+                return None
+            start = line_starts(text)[tree.first_line - 1 + len(header.splitlines())]
+            end = start + len(tree.code) - len(header)
+            edits[path] = diff_edits(path, text, text[:start] + rewritten[len(header) :] + text[end:])
         return edits
