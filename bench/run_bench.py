@@ -69,13 +69,17 @@ VERL_SERVER = "**/verl/workers/rollout/vllm_rollout/vllm_async_server.py"
 VERL_PLAIN = "**/verl/utils/torch_functional.py"
 CHANGED_FILE = {"stdlib": "asyncio/base_events.py"}
 PLAIN_FILE = {"stdlib": "json/encoder.py"}
-TOOLS = ("libcst", "ruff-e9", "ruff-all", "ruff-silent", "cold", "warm", "changed", "fix-hook", "plain", "fixit")
+TOOLS = (
+    *("libcst", "ruff-e9", "ruff-all", "ruff-silent"),
+    *("cold", "sarif", "warm", "changed", "fix-hook", "plain", "fixit"),
+)
 SLOW = ("fixit", "libcst")  # repeated --slow-repeat times
 # The trees of the scale targets, and the corpus their cold time's growth is measured from.
 LARGE = ("vllm-verl", "frameworks")
 BASE = "rl"
 LABELS = {
     "cold": "cachelint cold (--no-cache)",
+    "sarif": "  the same, SARIF output (CI; fixes' edits made)",
     "warm": "cachelint warm (nothing changed)",
     "changed": "cachelint, one changed file (pre-commit)",
     "fix-hook": "  the same, the fix hook",
@@ -86,7 +90,14 @@ LABELS = {
     "ruff-e9": "ruff --no-cache --select E9,F63,F7,F82",
     "libcst": "libcst parses every file (floor)",
 }
-SHORT = {"cold": "cold", "warm": "warm", "changed": "one changed file", "fix-hook": "fix hook", "plain": "no-rule file"}
+SHORT = {
+    "cold": "cold",
+    "sarif": "cold SARIF",
+    "warm": "warm",
+    "changed": "one changed file",
+    "fix-hook": "fix hook",
+    "plain": "no-rule file",
+}
 OURS = tuple(SHORT)
 # With --baseline: the same commands run by another cachelint source tree (`base-cold`, ...).
 LABELS.update({f"base-{tool}": f"  baseline: {short}" for tool, short in SHORT.items()})
@@ -350,6 +361,7 @@ def run_corpus(
         "ruff-all": ([*ruff, "--select", "ALL", "."], environment),
         "ruff-silent": ([*ruff, "--select", "ALL", "--silent", "."], environment),
         "cold": ([*cachelint, "--no-cache", "."], environment),
+        "sarif": ([*cachelint, "--no-cache", "--output-format", "sarif", "."], environment),
         "warm": ([*cachelint, "."], environment),
         "changed": ([*cachelint, "--force-exclude", changed], environment),
         "fix-hook": ([*cachelint, "--fix", "--force-exclude", "--exit-non-zero-on-fix", changed], environment),
