@@ -9,8 +9,10 @@ definitions) of one class below a `class _:` line. It gives the same result as t
   changes then touch only nodes inside it, never the list of statements it belongs to or the comment
   lines between them; and
 - the region's module takes the whole file's defaults for the code a fix adds: its indentation (that
-  of the first indented block, as libcst reads it) and its line break (the first one).
-Otherwise the whole file is parsed.
+  of the first indented block, as libcst reads it) and its line break (the first one); and
+- libcst gives the region's code back as it read it (it drops the last line break of code whose line
+  breaks are all a lone CR).
+Otherwise the whole file is parsed (cachelint.codemod.transform.Rewriter checks).
 """
 
 from __future__ import annotations
@@ -68,7 +70,7 @@ def definitions(text: str) -> list[Definition] | None:
         return None
     found = []
     for node in module.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        if isinstance(node, _DEFINITION):
             members = (
                 tuple(_lines(member) for member in node.body if isinstance(member, _DEFINITION))
                 if isinstance(node, ast.ClassDef)
