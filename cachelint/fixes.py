@@ -238,6 +238,7 @@ def fix_to_fixed_point(
     analysis = run(overlay=contents)
     outcome = FixOutcome(analysis)
     for _ in range(MAX_ROUNDS):
+        interrupts.check()
         _track(outcome, analysis, contents, problems)
         round_ = _Round(outcome, failed, given)
         for finding in analysis.findings:

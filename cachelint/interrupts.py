@@ -3,7 +3,8 @@
 After `install`, SIGINT ends the process (`interrupted`); inside `raising` (the command itself) it
 raises KeyboardInterrupt instead, so that the pool's workers are stopped on the way up, and it is
 remembered, so that an interrupt swallowed on its way up (raised inside a finalizer, say) still ends
-the run. `deferred` holds SIGINT back while a file is written, the cache folder is made or the worker
+the run: at the next `check` (between two batches, files or rounds of fixes), else once the command
+returns. `deferred` holds SIGINT back while a file is written, the cache folder is made or the worker
 pool is started or stopped, and delivers it when the step is done.
 """
 
@@ -60,6 +61,13 @@ def raising() -> Iterator[None]:
 
 def received() -> bool:
     return _received
+
+
+def check() -> None:
+    """Stop here for a Ctrl-C that Python swallowed (see `_unraisable`): raise its KeyboardInterrupt
+    again, at a point between two steps of the work (a batch, a file, a round of fixes)."""
+    if _received and _raising:
+        raise KeyboardInterrupt
 
 
 @contextmanager

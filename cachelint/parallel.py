@@ -134,6 +134,7 @@ class Workers:
                 futures = [pool.submit(work, [items[index] for index in batch]) for batch in batches]
             _load_now()
             for batch, future in zip(batches, futures, strict=True):
+                interrupts.check()
                 results.update(zip(batch, future.result(), strict=True))
                 if done is not None:
                     done(batch)
@@ -179,6 +180,7 @@ def _run_here(
 ) -> list[Result]:
     results = []
     for index in indexes:
+        interrupts.check()
         results.extend(work([items[index]]))
         if done is not None:
             done([index])

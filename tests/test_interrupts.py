@@ -212,3 +212,36 @@ def test_ctrl_c_that_python_swallows_ends_the_run_with_exit_130_and_no_traceback
     system's module lock has one) is not printed as "Exception ignored", and still ends the run."""
     result = subprocess.run([sys.executable, "-c", SWALLOWED], capture_output=True, text=True, timeout=60)
     assert (result.returncode, result.stderr) == (130, "cachelint: interrupted\n")
+
+
+SWALLOWED_BEFORE_WORK = """
+import signal, weakref
+from cachelint import interrupts, parallel
+
+class Lock:
+    pass
+
+def dropped(_):
+    signal.raise_signal(signal.SIGINT)
+
+def work(items):
+    print("worked on", items, flush=True)
+    return items
+
+interrupts.install()
+try:
+    with interrupts.raising():
+        lock = Lock()
+        reference = weakref.ref(lock, dropped)
+        del lock
+        parallel.Workers(1).map(work, [1, 2, 3], [1, 1, 1])
+        print("the command went on")
+except KeyboardInterrupt:
+    interrupts.interrupted()
+"""
+
+
+def test_ctrl_c_that_python_swallows_stops_the_work_at_the_next_step() -> None:
+    """Not only once the command returns: the work in hand stops before its next file or batch."""
+    result = subprocess.run([sys.executable, "-c", SWALLOWED_BEFORE_WORK], capture_output=True, text=True, timeout=60)
+    assert (result.returncode, result.stdout, result.stderr) == (130, "", "cachelint: interrupted\n")
