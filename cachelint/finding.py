@@ -64,13 +64,18 @@ class Change:
     path: str
 
     @property
-    def where(self) -> Span:
-        """The statement the change adds code after or removes, or the code it changes."""
-        return next(
+    def spans(self) -> list[Span]:
+        """Every position the change names, `where` first."""
+        return [
             value
             for value in (getattr(self, item.name) for item in dataclasses.fields(self))
             if isinstance(value, Span)
-        )
+        ]
+
+    @property
+    def where(self) -> Span:
+        """The statement the change adds code after or removes, or the code it changes."""
+        return self.spans[0]
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {"kind": type(self).__name__}

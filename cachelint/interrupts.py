@@ -42,7 +42,7 @@ def install() -> None:
 def _unraisable(unraisable: sys.UnraisableHookArgs) -> None:
     """Ctrl-C raised where Python cannot pass it on (a finalizer, the callback of the import system's
     module lock) is not printed as "Exception ignored": it is remembered, and ends the run with exit
-    130 once the command returns (`received`)."""
+    130 at the next `check`, else once the command returns (`received`)."""
     if _received and unraisable.exc_type is not None and issubclass(unraisable.exc_type, KeyboardInterrupt):
         return
     sys.__unraisablehook__(unraisable)

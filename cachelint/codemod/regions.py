@@ -18,7 +18,6 @@ Otherwise the whole file is parsed (cachelint.codemod.transform.Rewriter checks)
 from __future__ import annotations
 
 import ast
-import dataclasses
 import io
 import re
 import tokenize
@@ -27,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from cachelint.edits import lines_with_breaks
-from cachelint.finding import Change, Span
+from cachelint.finding import Span
 
 # What libcst takes for a file's indentation and line break when it holds none (libcst._parser).
 FALLBACK_INDENT = "    "
@@ -56,8 +55,14 @@ class Region:
     in_class: bool = False
 
 
-def _lines(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> tuple[int, int]:
-    return min([node.lineno, *(decorator.lineno for decorator in node.decorator_list)]), node.end_lineno or node.lineno
+def _first_line(node: ast.stmt) -> int:
+    """The statement's first line: its first decorator's, if it has any."""
+    decorators: list[ast.expr] = getattr(node, "decorator_list", [])
+    return min([node.lineno, *(decorator.lineno for decorator in decorators)])
+
+
+def _lines(node: ast.stmt) -> tuple[int, int]:
+    return _first_line(node), node.end_lineno or node.lineno
 
 
 def definitions(text: str) -> list[Definition] | None:
@@ -99,16 +104,6 @@ def region(spans: Sequence[Span], defined: Sequence[Definition]) -> Region | Non
     return Region(min(item.first for item in holders), max(item.last for item in holders))
 
 
-def change_spans(changes: Sequence[Change]) -> list[Span]:
-    """Every position the changes name."""
-    return [
-        value
-        for change in changes
-        for value in (getattr(change, item.name) for item in dataclasses.fields(change))
-        if isinstance(value, Span)
-    ]
-
-
 def default_indent(text: str) -> str | None:
     """The indentation libcst takes as the file's default: that of its first indented block (the first
     INDENT token), else FALLBACK_INDENT; None when the tokenizer fails before finding it."""
@@ -139,11 +134,7 @@ def changed_statements(before: str, after: str, module: ast.Module) -> str:
     while same_end < min(len(old), len(new)) - same_start and old[-1 - same_end] == new[-1 - same_end]:
         same_end += 1
     first, last = same_start + 1, max(same_start + 1, len(new) - same_end)
-    starts = [
-        min([node.lineno, *(decorator.lineno for decorator in getattr(node, "decorator_list", ()))])
-        for node in module.body
-        if node.col_offset == 0
-    ]
+    starts = [_first_line(node) for node in module.body if node.col_offset == 0]
     begin = max((start for start in starts if start <= first), default=1)
     end = min((start - 1 for start in starts if start > last), default=len(new))
     return "".join(new[begin - 1 : end])

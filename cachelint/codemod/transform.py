@@ -63,8 +63,8 @@ class SourceTree:
         self.module = module
         self.positions = positions
         self._code: str | None = None
-        self.first_line = 1  # of the file, where the module's code starts
         self.header = ""  # code above the file's, that the module starts with (see `regions`)
+        self.start = 0  # where in the file's text the module's code (below its header) starts
         self._by_range: dict[Key, list[cst.CSTNode]] | None = None
         self._comments: dict[tuple[int, int], cst.Comment] = {}
 
@@ -76,9 +76,7 @@ class SourceTree:
         positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
         if first_line > 1:
             positions = {node: _moved_down(where, first_line - 1) for node, where in positions.items()}
-        tree = cls(module, positions)
-        tree.first_line = first_line
-        return tree
+        return cls(module, positions)
 
     @property
     def code(self) -> str:
@@ -471,14 +469,15 @@ class Rewriter:
         if key not in self.trees:
             indent, newline = self._file_defaults(path, text)
             starts = line_starts(text)
-            code = text[starts[region.first - 1] : starts[region.last] if region.last < len(starts) else len(text)]
+            start = starts[region.first - 1]
+            code = text[start : starts[region.last] if region.last < len(starts) else len(text)]
             header = f"class _:{newline}" if region.in_class else ""
             try:
                 tree: SourceTree | None = SourceTree.parse(header + code, region.first - len(header.splitlines()))
             except (cst.ParserSyntaxError, RecursionError):
                 tree = None
             if tree is not None:
-                tree.header = header
+                tree.header, tree.start = header, start
                 defaults = (tree.module.default_indent, tree.module.default_newline)
                 if defaults != (indent, newline) or tree.code != header + code:
                     tree = None
@@ -496,7 +495,7 @@ class Rewriter:
             text = self.text(path)
             self._definitions[path] = regions.definitions(text) if text is not None else None
         defined = self._definitions[path]
-        return regions.region(regions.change_spans(changes), defined) if defined else None
+        return regions.region([span for change in changes for span in change.spans], defined) if defined else None
 
     def why_not(self, fix: Fix) -> str:
         """Why `edits(fix)` gave None."""
@@ -517,10 +516,9 @@ class Rewriter:
                 rewritten = tree.rewrite(changes).code
             except RewriteError:
                 return None
-            header = tree.header
+            header, start = tree.header, tree.start
             if not rewritten.startswith(header):
                 return None
-            start = line_starts(text)[tree.first_line - 1 + len(header.splitlines())]
             end = start + len(tree.code) - len(header)
             edits[path] = diff_edits(path, text, text[:start] + rewritten[len(header) :] + text[end:])
         return edits
