@@ -1108,7 +1108,7 @@ def _side_by_side(plans: list[ProjectPlan], overlay: Mapping[Path, bytes], worke
 
 
 def _size(path: Path, overlay: Mapping[Path, bytes]) -> int:
-    raw = overlay.get(Path(os.path.abspath(path)))
+    raw = overlay.get(Path(os.path.abspath(path))) if overlay else None
     if raw is not None:
         return len(raw)
     try:
