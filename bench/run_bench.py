@@ -70,8 +70,17 @@ VERL_PLAIN = "**/verl/utils/torch_functional.py"
 CHANGED_FILE = {"stdlib": "asyncio/base_events.py"}
 PLAIN_FILE = {"stdlib": "json/encoder.py"}
 TOOLS = (
-    *("libcst", "ruff-e9", "ruff-all", "ruff-silent"),
-    *("cold", "sarif", "warm", "changed", "fix-hook", "plain", "fixit"),
+    "libcst",
+    "ruff-e9",
+    "ruff-all",
+    "ruff-silent",
+    "cold",
+    "sarif",
+    "warm",
+    "changed",
+    "fix-hook",
+    "plain",
+    "fixit",
 )
 SLOW = ("fixit", "libcst")  # repeated --slow-repeat times
 # The trees of the scale targets, and the corpus their cold time's growth is measured from.
