@@ -281,7 +281,7 @@ def check(
         return
     if verbose:
         print_stats_at_exit()
-    parallel.load_while_waiting(functools.partial(preload, settings.output_format))
+    parallel.load_while_waiting(functools.partial(preload, settings.output_format, use_color(no_color)))
     use_cache = not no_cache
     writes = [flag for flag, given in (("--fix", fix), ("--fix-only", fix_only), ("--diff", show_diff)) if given]
     if stdin and add_noqa:

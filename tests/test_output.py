@@ -6,6 +6,9 @@ import dataclasses
 import hashlib
 import io
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -636,6 +639,68 @@ def test_clean_run_prints_what_rich_prints(tmp_path: Path, fmt: str, changes: di
     assert rendered([], fmt, report) == through_rich.getvalue()
 
 
+ODD = "demo_rl/\u6a21\u578b\tx.py"  # wide characters and a tab in the path
+ODD_SOURCE = (
+    "def f():\n    \u540d\u524d = 1\t# \u30b3\u30e1\u30f3\u30c8\n    x = '" + "y" * 400 + "' + engine.reset()\n"
+)
+
+
+def odd_findings() -> list[Finding]:
+    """Wide characters, tabs and terminal escapes in paths, messages and code; a line too long to show."""
+    return [
+        Finding(ODD, Span(2, 5, 2, 7), "CL001", "worker-only-cache-reset", "\u540d\u524d\tis \x1b[2Jstale", "a\ttab"),
+        Finding(ODD, Span(3, 412, 3, 426), "CL002", "version-gated-reset", "long", "h", notes=("note\u2028two",)),
+    ]
+
+
+@pytest.mark.parametrize("fmt", ["full", "concise"])
+@pytest.mark.parametrize(
+    "changes",
+    [{}, {"show_fixes": True}, {"statistics": True}, {"fixed_count": 1, "unsafe_fixable_hidden": 2}, {"quiet": True}],
+)
+def test_plain_text_is_what_rich_prints_without_colour(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fmt: str, changes: dict[str, object]
+) -> None:
+    """Without colour the human formats write their rows' text themselves, byte for byte what rich prints."""
+    from cachelint.output import human
+    from cachelint.output.concise import render_concise
+    from cachelint.output.full import render_full
+
+    findings = [*all_findings(), *odd_findings()]
+    report = context(tmp_path, sources={WORKER: WORKER_SOURCE, ROLLOUT: ROLLOUT_SOURCE, ODD: ODD_SOURCE}, **changes)
+    written = rendered(findings, fmt, report)
+
+    def through_rich(printer: human.Printer, out: io.StringIO, color: bool) -> None:
+        printer.out, printer.console = out, human.make_console(out, color)
+
+    monkeypatch.setattr(human.Printer, "__init__", through_rich)
+    printed = io.StringIO()
+    (render_full if fmt == "full" else render_concise)(sorted(findings, key=Finding.sort_key), printed, report)
+    assert written == printed.getvalue()
+    assert "\t" not in written  # expanded, as rich does
+    if not changes.get("statistics") and not changes.get("quiet"):
+        assert "\u241b[2J" in written  # the escape shown as its control picture
+
+
+def test_a_run_with_findings_without_colour_does_not_import_rich() -> None:
+    """Most runs (CI, hooks, pipes) print without colour, and need no rich."""
+    demo = Path(__file__).parents[1] / "fixtures" / "demo"
+    script = (
+        "import sys\n"
+        "from cachelint.cli import main\n"
+        "sys.argv = ['cachelint', 'check', '--no-cache', '--show-fixes', sys.argv[1]]\n"
+        "try:\n"
+        "    main()\n"
+        "finally:\n"
+        "    print(sorted(name for name in sys.modules if name.startswith('rich')), file=sys.stderr)\n"
+    )
+    environment = {name: value for name, value in os.environ.items() if name != "FORCE_COLOR"}
+    done = subprocess.run([sys.executable, "-c", script, str(demo)], capture_output=True, text=True, env=environment)
+    assert "CL001" in done.stdout
+    assert "= fix (" in done.stdout
+    assert done.stderr.splitlines()[-1] == "[]"
+
+
 def test_full_statistics(tmp_path: Path) -> None:
     findings = [*all_findings(), worker_finding(line=7, col=2)]
     assert rendered(findings, "full", context(tmp_path, statistics=True)) == (
@@ -646,6 +711,18 @@ def test_full_statistics(tmp_path: Path) -> None:
         "Found 4 problems in 3 files.\n"
         "[*] 2 fixable with the --fix option.\n"
     )
+
+
+def test_full_in_colour_is_styled_row_by_row(tmp_path: Path) -> None:
+    text = rendered([worker_finding()], "full", context(tmp_path, color=True, quiet=True))
+    assert text.splitlines()[:5] == [
+        "\x1b[1mdemo_rl/worker_extension.py\x1b[0m\x1b[36m:4:9:\x1b[0m \x1b[1;31mCL001\x1b[0m \x1b[36m[*]\x1b[0m "
+        "model_runner.reset_encoder_cache() clears only the worker's encoder cache",
+        "\x1b[1;34m  |\x1b[0m",
+        "\x1b[1;34m3 |         load_weights(weights)\x1b[0m",
+        "\x1b[1;34m4 |         self.model_runner.reset_encoder_cache()\x1b[0m",
+        "\x1b[1;34m  |         \x1b[0m\x1b[1;31m^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^\x1b[0m\x1b[1;31m CL001\x1b[0m",
+    ]
 
 
 def test_full_colour_only_when_asked(tmp_path: Path) -> None:

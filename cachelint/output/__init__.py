@@ -14,7 +14,7 @@ __all__ = ["FORMATS", "STATISTICS_FORMATS", "ReportContext", "render"]
 
 Renderer = Callable[[Sequence[Finding], TextIO, ReportContext], None]
 
-# Each format's module and function, imported when used: the human formats need rich, the others not.
+# Each format's module and function, imported when used (the human formats need rich in colour only).
 _RENDERERS: dict[str, tuple[str, str]] = {
     "full": ("cachelint.output.full", "render_full"),
     "concise": ("cachelint.output.concise", "render_concise"),
@@ -44,10 +44,12 @@ def render(findings: Sequence[Finding], fmt: str, out: TextIO, context: ReportCo
     _renderer(fmt)(sorted(findings, key=Finding.sort_key), out, context)
 
 
-def preload(fmt: str) -> None:
-    """Import what printing `fmt` needs (rich for the human formats) ahead of printing."""
+def preload(fmt: str, color: bool) -> None:
+    """Import what printing `fmt` needs ahead of printing (rich for the human formats in colour)."""
     if fmt in _RENDERERS:
         _renderer(fmt)
+    if color and fmt in HUMAN_FORMATS:
+        import rich.console  # noqa: F401
 
 
 def _renderer(fmt: str) -> Renderer:

@@ -8,13 +8,10 @@ import re
 from collections.abc import Sequence
 from typing import TextIO
 
-from rich.cells import cell_len
-from rich.text import Text
-
 from cachelint.edits import apply_edits, line_starts, source_lines
 from cachelint.finding import INTERNAL_ERROR, INVALID_SYNTAX, Applicability, Edit, Finding, Span
 from cachelint.output.context import ReportContext
-from cachelint.output.human import header, make_console, print_summary, statistics
+from cachelint.output.human import Printer, Row, header, print_summary, statistics
 from cachelint.output.printable import printable
 
 TAB_SIZE = 4
@@ -30,21 +27,19 @@ _APPLICABILITY_LABELS = {
 
 
 def render_full(findings: Sequence[Finding], out: TextIO, context: ReportContext) -> None:
-    console = make_console(out, context.color)
+    printer = Printer(out, context.color)
     if context.statistics:
-        for row in statistics(findings, context):
-            console.print(row)
+        printer.print(*statistics(findings, context))
         if findings and not context.quiet:
-            console.print()
+            printer.print(Row())
     else:
         for finding in findings:
-            # One print per finding (rich's cost is mostly per call): its rows and a blank line.
-            console.print(*finding_block(finding, context), Text(), sep="\n")
+            printer.print(*finding_block(finding, context), Row())
     if not context.quiet:
-        print_summary(console, findings, context)
+        print_summary(printer, findings, context)
 
 
-def finding_block(finding: Finding, context: ReportContext) -> list[Text]:
+def finding_block(finding: Finding, context: ReportContext) -> list[Row]:
     rows = [header(finding, context)]
     source = None if finding.code == INTERNAL_ERROR else context.sources.get(finding.path)
     lines = split_lines(source) if source is not None else []
@@ -77,13 +72,13 @@ def shown_line_numbers(span: Span, line_count: int) -> range:
     return range(max(1, span.line - 1), min(line_count, end + 1) + 1)
 
 
-def code_frame(finding: Finding, lines: list[str], shown: range, width: int) -> list[Text]:
-    empty_gutter = Text(" " * width + " |", style="bold blue")
+def code_frame(finding: Finding, lines: list[str], shown: range, width: int) -> list[Row]:
+    empty_gutter = Row(" " * width + " |", style="bold blue")
     frame = [empty_gutter]
     for number in shown:
         line, cut = clip(lines[number - 1], finding.span.col - 1 if number == finding.span.line else 0)
         line = printable(line)
-        row = Text(f"{number:>{width}} |", style="bold blue")
+        row = Row(f"{number:>{width}} |", style="bold blue")
         row.append(f" {line.expandtabs(TAB_SIZE)}".rstrip())
         frame.append(row)
         if number == finding.span.line:
@@ -103,15 +98,15 @@ def clip(line: str, column: int) -> tuple[str, int]:
     return prefix + line[start : start + MAX_SHOWN] + suffix, start - len(prefix)
 
 
-def marker(finding: Finding, line: str, width: int, cut: int = 0) -> Text:
+def marker(finding: Finding, line: str, width: int, cut: int = 0) -> Row:
     """The carets under `line`, which starts `cut` characters into the source line (see `clip`)."""
     span = finding.span
     start_index = min(max(span.col - 1 - cut, 0), len(line))
     end_index = span.end_col - 1 - cut if span.end_line == span.line else len(line.rstrip())
     end_index = min(max(end_index, start_index), len(line))
-    start_cells = cell_len(line[:start_index].expandtabs(TAB_SIZE))
-    end_cells = cell_len(line[:end_index].expandtabs(TAB_SIZE))
-    row = Text(" " * width + " |", style="bold blue")
+    start_cells = cells(line[:start_index].expandtabs(TAB_SIZE))
+    end_cells = cells(line[:end_index].expandtabs(TAB_SIZE))
+    row = Row(" " * width + " |", style="bold blue")
     row.append(" " + " " * start_cells)
     row.append("^" * max(1, end_cells - start_cells), style="bold red")
     if finding.code != INVALID_SYNTAX:
@@ -119,14 +114,23 @@ def marker(finding: Finding, line: str, width: int, cut: int = 0) -> Text:
     return row
 
 
-def annotation(indent: str, label: str, message: str) -> Text:
-    row = Text(indent)
+def cells(text: str) -> int:
+    """The terminal columns `text` takes (wide characters take two)."""
+    if text.isascii():
+        return len(text)
+    from rich.cells import cell_len
+
+    return cell_len(text)
+
+
+def annotation(indent: str, label: str, message: str) -> Row:
+    row = Row(indent)
     row.append(f"= {label}:", style="bold cyan")
     row.append(f" {printable(message)}")
     return row
 
 
-def fix_diff(finding: Finding, source: str, indent: str) -> list[Text]:
+def fix_diff(finding: Finding, source: str, indent: str) -> list[Row]:
     """The fix's edits to this finding's own file as a unified diff with one line of context; a
     display-only fix without edits (a suggestion) as its message alone."""
     fix = finding.fix
@@ -155,7 +159,7 @@ def fix_diff(finding: Finding, source: str, indent: str) -> list[Text]:
         if line.startswith("@@"):
             line = _HUNK_START.sub(lambda match: f"{match[1]}{int(match[2]) + first - 1}", line)
         style = {"@": "cyan", "-": "red", "+": "green"}.get(line[:1], "")
-        rows.append(Text(f"{indent}  {line[:1]}{printable(line[1:]).expandtabs(TAB_SIZE)}".rstrip(), style=style))
+        rows.append(Row(f"{indent}  {line[:1]}{printable(line[1:]).expandtabs(TAB_SIZE)}".rstrip(), style=style))
     return rows
 
 
