@@ -281,7 +281,8 @@ def check(
         return
     if verbose:
         print_stats_at_exit()
-    parallel.load_while_waiting(functools.partial(preload, settings.output_format, use_color(no_color)))
+    color = use_color(no_color)
+    parallel.load_while_waiting(functools.partial(preload, settings.output_format, color))
     use_cache = not no_cache
     writes = [flag for flag, given in (("--fix", fix), ("--fix-only", fix_only), ("--diff", show_diff)) if given]
     if stdin and add_noqa:
@@ -347,7 +348,7 @@ def check(
     context = ReportContext(
         root=report_root(analysis.root),
         sources={path: source.text for path, source in analysis.sources.items()},
-        color=use_color(no_color),
+        color=color,
         show_fixes=show_fixes,
         files_checked=analysis.files_checked,
         fixed_count=fixed,
