@@ -713,15 +713,15 @@ def test_full_statistics(tmp_path: Path) -> None:
     )
 
 
-def test_full_in_colour_is_styled_row_by_row(tmp_path: Path) -> None:
+def test_full_in_colour_styles_the_gutter_not_the_code(tmp_path: Path) -> None:
     text = rendered([worker_finding()], "full", context(tmp_path, color=True, quiet=True))
     assert text.splitlines()[:5] == [
         "\x1b[1mdemo_rl/worker_extension.py\x1b[0m\x1b[36m:4:9:\x1b[0m \x1b[1;31mCL001\x1b[0m \x1b[36m[*]\x1b[0m "
         "model_runner.reset_encoder_cache() clears only the worker's encoder cache",
         "\x1b[1;34m  |\x1b[0m",
-        "\x1b[1;34m3 |         load_weights(weights)\x1b[0m",
-        "\x1b[1;34m4 |         self.model_runner.reset_encoder_cache()\x1b[0m",
-        "\x1b[1;34m  |         \x1b[0m\x1b[1;31m^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^\x1b[0m\x1b[1;31m CL001\x1b[0m",
+        "\x1b[1;34m3 |\x1b[0m         load_weights(weights)",
+        "\x1b[1;34m4 |\x1b[0m         self.model_runner.reset_encoder_cache()",
+        "\x1b[1;34m  |\x1b[0m         \x1b[1;31m^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^\x1b[0m\x1b[1;31m CL001\x1b[0m",
     ]
 
 

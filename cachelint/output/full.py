@@ -78,7 +78,8 @@ def code_frame(finding: Finding, lines: list[str], shown: range, width: int) -> 
     for number in shown:
         line, cut = clip(lines[number - 1], finding.span.col - 1 if number == finding.span.line else 0)
         line = printable(line)
-        row = Row(f"{number:>{width}} |", style="bold blue")
+        row = Row()
+        row.append(f"{number:>{width}} |", style="bold blue")  # the gutter only, as ruff: code keeps its colours
         row.append(f" {line.expandtabs(TAB_SIZE)}".rstrip())
         frame.append(row)
         if number == finding.span.line:
@@ -106,7 +107,8 @@ def marker(finding: Finding, line: str, width: int, cut: int = 0) -> Row:
     end_index = min(max(end_index, start_index), len(line))
     start_cells = cells(line[:start_index].expandtabs(TAB_SIZE))
     end_cells = cells(line[:end_index].expandtabs(TAB_SIZE))
-    row = Row(" " * width + " |", style="bold blue")
+    row = Row()
+    row.append(" " * width + " |", style="bold blue")
     row.append(" " + " " * start_cells)
     row.append("^" * max(1, end_cells - start_cells), style="bold red")
     if finding.code != INVALID_SYNTAX:
