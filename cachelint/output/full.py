@@ -73,19 +73,26 @@ def shown_line_numbers(span: Span, line_count: int) -> range:
 
 
 def code_frame(finding: Finding, lines: list[str], shown: range, width: int) -> list[Row]:
-    empty_gutter = Row(" " * width + " |", style="bold blue")
+    empty_gutter = gutter(width)
     frame = [empty_gutter]
     for number in shown:
         line, cut = clip(lines[number - 1], finding.span.col - 1 if number == finding.span.line else 0)
         line = printable(line)
-        row = Row()
-        row.append(f"{number:>{width}} |", style="bold blue")  # the gutter only, as ruff: code keeps its colours
+        row = gutter(width, number)
         row.append(f" {line.expandtabs(TAB_SIZE)}".rstrip())
         frame.append(row)
         if number == finding.span.line:
             frame.append(marker(finding, line, width, cut))
     frame.append(empty_gutter)
     return frame
+
+
+def gutter(width: int, number: int | None = None) -> Row:
+    """A row of the code frame up to its `|`: the line number, if any, right-aligned in `width`. Only
+    the gutter is styled, as in ruff; what follows it is printed in the terminal's own colour."""
+    row = Row()
+    row.append(f"{'' if number is None else number:>{width}} |", style="bold blue")
+    return row
 
 
 def clip(line: str, column: int) -> tuple[str, int]:
@@ -107,8 +114,7 @@ def marker(finding: Finding, line: str, width: int, cut: int = 0) -> Row:
     end_index = min(max(end_index, start_index), len(line))
     start_cells = cells(line[:start_index].expandtabs(TAB_SIZE))
     end_cells = cells(line[:end_index].expandtabs(TAB_SIZE))
-    row = Row()
-    row.append(" " * width + " |", style="bold blue")
+    row = gutter(width)
     row.append(" " + " " * start_cells)
     row.append("^" * max(1, end_cells - start_cells), style="bold red")
     if finding.code != INVALID_SYNTAX:
