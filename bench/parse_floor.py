@@ -19,6 +19,9 @@ import tempfile
 from pathlib import Path
 from unittest import mock
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from run_bench import venv_bin
+
 TREE_SITTER = ("tree-sitter==0.26.1", "tree-sitter-python==0.25.0")
 
 TIMER = r"""
@@ -98,7 +101,7 @@ def main() -> None:
     parser.add_argument("--venv", type=Path, default=Path(tempfile.gettempdir()) / "cachelint-tree-sitter")
     parser.add_argument("--repeat", type=int, default=5)
     options = parser.parse_args()
-    python = options.venv / "bin" / "python"
+    python = venv_bin(options.venv, "python")
     if not python.exists():
         subprocess.run([sys.executable, "-m", "venv", str(options.venv)], check=True)
         subprocess.run([str(python), "-m", "pip", "install", "-q", *TREE_SITTER], check=True)
