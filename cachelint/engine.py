@@ -705,11 +705,13 @@ class Analyzer:
             self.cache.put(loaded.cache_key, loaded.record)
 
     def project_files(self, targets: Sequence[Path]) -> list[Path]:
-        """The files of the project (not below a project of its own) and the targets."""
+        """The files of the project (not below a project of its own; in a loose folder, its own and its
+        packages') and the targets."""
         if self.root.is_file():
             return [self.root]
         excludes = Excludes.build(self.root, (*self.settings.exclude, *self.settings.extend_exclude))
-        return [*walk_python_files(self.root, excludes, stop=vllm_range.holds_project), *targets]
+        stop = vllm_range.holds_project if vllm_range.marks_project(self.root) else vllm_range.leaves_loose_folder
+        return [*walk_python_files(self.root, excludes, stop=stop), *targets]
 
     def load_on_demand(self, index_files: list[LoadedFile], project: list[LoadedFile]) -> ProjectIndex:
         """Index the summarized files, then summarize the project files that the refit paths may reach
@@ -948,8 +950,13 @@ def plan_projects(
 
 
 def _may_differ(names: frozenset[str]) -> bool:
-    """Whether a folder holding the entries `names` may have another project or config than its parent."""
-    return vllm_range.holds_project(names) or bool(names & _CONFIG_NAMES)
+    """Whether a folder holding the entries `names` may have another project or config than its parent
+    (a requirements file makes a project of a folder in a loose folder)."""
+    return (
+        vllm_range.holds_project(names)
+        or bool(names & _CONFIG_NAMES)
+        or any(name.startswith("requirements") and name.endswith(".txt") for name in names)
+    )
 
 
 _CONFIG_NAMES = frozenset(CONFIG_FILE_NAMES)

@@ -7,7 +7,8 @@ Files read, in the project root unless said otherwise:
   requirement files `[tool.setuptools.dynamic]` names;
 - `setup.py` (never run: see setup_py.py) and `setup.cfg`: `install_requires` and the extras;
 - `requirements*.txt`, every `.txt` below `requirements/`, and `requirements*.txt` one folder down
-  (not in a folder that is a project of its own), following `-r` (requirements) and `-c`
+  (not in a folder that is a project of its own, and not below a loose folder, where such a folder is
+  a project of its own: see vllm_range.marks_project), following `-r` (requirements) and `-c`
   (constraints) includes; a file another one includes is not read on its own.
 
 How they combine: requirements in one list all hold, except that requirements with an environment
@@ -33,7 +34,7 @@ from urllib.parse import unquote, urlsplit
 
 from cachelint.source import read_file
 from cachelint.toml import load_toml
-from cachelint.vllm_range import holds_project
+from cachelint.vllm_range import holds_project, marks_project
 
 if TYPE_CHECKING:
     from packaging.specifiers import SpecifierSet
@@ -301,7 +302,8 @@ def _requirement_files(root: Path) -> list[Path]:
     folder = root / "requirements"
     if folder.is_dir():
         found += sorted(folder.rglob("*.txt"))
-    for entry in sorted(_entries(root), key=lambda entry: entry.name):
+    below = _entries(root) if marks_project(root) else []  # a loose folder's subfolders: projects of their own
+    for entry in sorted(below, key=lambda entry: entry.name):
         if (
             entry.is_dir(follow_symlinks=False)
             and not entry.name.startswith(".")

@@ -221,11 +221,31 @@ def holds_project(names: AbstractSet[str]) -> bool:
 _PROJECT_NAMES = frozenset({".git", "pyproject.toml", "setup.cfg"})
 
 
+def holds_requirements(folder: Path) -> bool:
+    return any(folder.glob("requirements*.txt"))
+
+
+def marks_project(folder: Path) -> bool:
+    """Whether `folder` is a project by what it holds (a project folder, or one holding a
+    requirements*.txt), rather than a loose folder: the folder of a file that no project holds."""
+    return is_project_folder(folder) or holds_requirements(folder)
+
+
+def leaves_loose_folder(names: AbstractSet[str]) -> bool:
+    """Whether the walk of a loose folder leaves out a folder below it holding the entries `names`: one
+    that is not a package (a folder of scripts is not another's caches and temporary files) or that
+    holds a project of its own."""
+    return holds_project(names) or not names & _PACKAGE_NAMES
+
+
+_PACKAGE_NAMES = frozenset({"__init__.py", "__init__.pyi"})
+
+
 def find_project_root(start: Path) -> Path:
     """The project holding `start`: the nearest folder at or above it that holds a pyproject.toml,
     setup.cfg or setup.py (not a package's module of that name), not looking above its git repository;
     else that repository's top; else the nearest folder holding a requirements*.txt; else `start`'s
-    folder."""
+    folder, a loose folder (see `marks_project`)."""
     here = Path(os.path.abspath(start))  # as named: a symbolic link's target is in another project
     if not here.is_dir():
         here = here.parent
@@ -233,7 +253,7 @@ def find_project_root(start: Path) -> Path:
     for folder in folders:
         if is_project_folder(folder):
             return folder
-    return next((folder for folder in folders if any(folder.glob("requirements*.txt"))), here)
+    return next((folder for folder in folders if holds_requirements(folder)), here)
 
 
 class ProjectRoots:

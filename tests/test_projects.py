@@ -261,3 +261,37 @@ def test_an_empty_range_from_the_flag_is_an_error(tmp_path: Path) -> None:
         f"cachelint: error: --vllm: '>=99' matches no vLLM release cachelint knows (0.6.0\N{EN DASH}"
         f"{newest_known_release()})"
     ]
+
+
+def test_a_file_in_no_project_is_checked_with_its_folder_s_own_files_and_packages(tmp_path: Path) -> None:
+    """A file that no project holds (no project file, repository or requirements file at or above it):
+    its folder is the project, with the packages below it, not another program's files there (a cache,
+    a run's folder with its own requirements)."""
+    home = write_tree(
+        tmp_path / "home",
+        {
+            "script.py": WORKER,
+            "helpers.py": "",
+            "pkg/__init__.py": "",
+            "pkg/mod.py": "",
+            ".cache/seed/worker.py": WORKER,
+            "old_run/requirements.txt": "vllm==0.9.0\n",
+            "old_run/run.py": WORKER,
+        },
+    )
+    if any((folder / ".git").exists() or (folder / "pyproject.toml").exists() for folder in home.parents):
+        pytest.skip("the temporary folder lies in a project")
+    result = check("-v", "--output-format", "concise", "script.py", cwd=home)
+    assert codes(result.stdout) == ["script.py:4:9: CL001"]
+    assert next(line for line in result.stderr_lines if line.startswith("cachelint: read ")).startswith(
+        "cachelint: read 4 files "  # script.py, helpers.py and pkg's two
+    )
+    assert result.stdout.endswith(ASSUMED)
+    # Walked whole, the folder holds everything below it; the run's folder is a project of its own.
+    result = check("--output-format", "concise", ".", cwd=home)
+    assert codes(result.stdout) == [
+        ".cache/seed/worker.py:4:9: CL001",
+        "old_run/run.py:4:9: CL001",
+        "script.py:4:9: CL001",
+    ]
+    assert result.stdout.endswith(ASSUMED + "Checked for vLLM 0.9.0 (old_run/requirements.txt).\n")

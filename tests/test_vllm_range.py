@@ -417,6 +417,21 @@ def test_without_project_files_the_nearest_requirements_file(tmp_path: Path) -> 
     assert found == (tmp_path / "loose").resolve()
 
 
+def test_in_a_loose_folder_a_subfolder_s_requirements_file_makes_a_project_of_its_own(tmp_path: Path) -> None:
+    """A loose folder (no project file, repository or requirements file at or above it) does not take
+    the pins of a subfolder holding a requirements file: that subfolder is a project of its own."""
+    loose = write_tree(tmp_path / "loose", {"script.py": "", "old_run/requirements.txt": "vllm==0.9.0\n"})
+    if any(is_repository(folder) for folder in (tmp_path, *tmp_path.parents)):
+        pytest.skip("the temporary folder lies in a project")
+    assert find_project_root(loose / "script.py") == loose.resolve()
+    assert find_project_root(loose / "old_run" / "run.py") == (loose / "old_run").resolve()
+    assert read_supported_range(loose).assumed
+    assert read_supported_range(loose / "old_run").label("-") == "0.9.0"
+    # In a project folder the subfolder's file is the project's own.
+    (loose / "pyproject.toml").write_text('[project]\nname = "x"\n')
+    assert [pin.file for pin in read_supported_range(loose).pins] == [loose / "old_run" / "requirements.txt"]
+
+
 def is_repository(folder: Path) -> bool:
     return any((folder / name).exists() for name in (".git", "pyproject.toml", "setup.cfg")) or (
         (folder / "setup.py").is_file() and not (folder / "__init__.py").is_file()
