@@ -83,6 +83,8 @@ TOOLS = (
     "fixit",
 )
 SLOW = ("fixit", "libcst")  # repeated --slow-repeat times
+# Runs of a tenth of a second, whose medians a few runs cannot pin to 5%: repeated --quick-repeat times.
+QUICK = ("warm", "changed", "fix-hook", "plain")
 # The trees of the scale targets, and the corpus their cold time's growth is measured from.
 LARGE = ("vllm-verl", "frameworks")
 BASE = "rl"
@@ -165,6 +167,12 @@ def main() -> None:
     parser.add_argument("--skip", action="append", choices=TOOLS, default=[], help="leave a command out")
     parser.add_argument(
         "--slow-repeat", type=int, help="timed runs of Fixit and the libcst floor (default: --repeat); they are slow"
+    )
+    parser.add_argument(
+        "--quick-repeat",
+        type=int,
+        help="timed runs of the warm and one-file commands, baseline's too (default: 3x --repeat); they take "
+        "a tenth of a second, so a few runs cannot tell 5%% from noise",
     )
     parser.add_argument("--work", type=Path, help="folder for the corpora (default: a temporary one)")
     parser.add_argument("--wheels", type=Path, help="take the wheels from here instead of downloading")
@@ -407,10 +415,12 @@ def run_corpus(
     untimed([*cachelint, "--no-cache", "."], corpus.root, environment)  # page cache and bytecode
     runs = {tool: Runs() for tool in tools}
     slow_repeat = options.slow_repeat if options.slow_repeat is not None else options.repeat
+    quick_repeat = options.quick_repeat if options.quick_repeat is not None else 3 * options.repeat
     try:
-        for rep in range(options.repeat):
+        for rep in range(max(options.repeat, quick_repeat)):
             for tool in runs:
-                if tool in SLOW and rep >= slow_repeat:
+                quick = tool.removeprefix("base-") in QUICK
+                if rep >= (quick_repeat if quick else slow_repeat if tool in SLOW else options.repeat):
                     continue
                 if tool in prepare:
                     prepare[tool](rep)
