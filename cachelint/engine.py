@@ -952,11 +952,7 @@ def plan_projects(
 def _may_differ(names: frozenset[str]) -> bool:
     """Whether a folder holding the entries `names` may have another project or config than its parent
     (a requirements file makes a project of a folder in a loose folder)."""
-    return (
-        vllm_range.holds_project(names)
-        or bool(names & _CONFIG_NAMES)
-        or any(name.startswith("requirements") and name.endswith(".txt") for name in names)
-    )
+    return vllm_range.holds_project(names) or bool(names & _CONFIG_NAMES) or vllm_range.holds_requirements(names)
 
 
 _CONFIG_NAMES = frozenset(CONFIG_FILE_NAMES)

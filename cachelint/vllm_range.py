@@ -221,14 +221,20 @@ def holds_project(names: AbstractSet[str]) -> bool:
 _PROJECT_NAMES = frozenset({".git", "pyproject.toml", "setup.cfg"})
 
 
-def holds_requirements(folder: Path) -> bool:
+def is_requirements_folder(folder: Path) -> bool:
+    """Whether `folder` holds a requirements*.txt."""
     return any(folder.glob("requirements*.txt"))
+
+
+def holds_requirements(names: AbstractSet[str]) -> bool:
+    """`is_requirements_folder` for a folder holding the entries `names` (as a walk lists them)."""
+    return any(name.startswith("requirements") and name.endswith(".txt") for name in names)
 
 
 def marks_project(folder: Path) -> bool:
     """Whether `folder` is a project by what it holds (a project folder, or one holding a
     requirements*.txt), rather than a loose folder: the folder of a file that no project holds."""
-    return is_project_folder(folder) or holds_requirements(folder)
+    return is_project_folder(folder) or is_requirements_folder(folder)
 
 
 def leaves_loose_folder(names: AbstractSet[str]) -> bool:
@@ -253,7 +259,7 @@ def find_project_root(start: Path) -> Path:
     for folder in folders:
         if is_project_folder(folder):
             return folder
-    return next((folder for folder in folders if holds_requirements(folder)), here)
+    return next((folder for folder in folders if is_requirements_folder(folder)), here)
 
 
 class ProjectRoots:
