@@ -416,11 +416,16 @@ def run_corpus(
     runs = {tool: Runs() for tool in tools}
     slow_repeat = options.slow_repeat if options.slow_repeat is not None else options.repeat
     quick_repeat = options.quick_repeat if options.quick_repeat is not None else 3 * options.repeat
+    repeats = dict.fromkeys(runs, options.repeat)  # timed runs of each command
+    for tool in runs:
+        if tool.removeprefix("base-") in QUICK:
+            repeats[tool] = quick_repeat
+        elif tool in SLOW:
+            repeats[tool] = min(slow_repeat, options.repeat)
     try:
-        for rep in range(max(options.repeat, quick_repeat)):
+        for rep in range(max(repeats.values())):
             for tool in runs:
-                quick = tool.removeprefix("base-") in QUICK
-                if rep >= (quick_repeat if quick else slow_repeat if tool in SLOW else options.repeat):
+                if rep >= repeats[tool]:
                     continue
                 if tool in prepare:
                     prepare[tool](rep)
