@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import json
 import os
 import stat
@@ -124,11 +125,17 @@ def code_fingerprint() -> str:
 
     from cachelint import __version__
 
-    package = Path(__file__).parent
     digest = hashlib.sha256(f"{__version__}\0{sys.version}".encode())
-    for path, info in sorted(_package_files(package)):
-        digest.update(f"\0{path}\0{info.st_size}\0{info.st_mtime_ns}".encode())
+    digest.update(_package_stamp().encode())
     return digest.hexdigest()[:16]
+
+
+@functools.cache
+def _package_stamp() -> str:
+    """The path, size and time of every file of the package, looked up once a process (once for all
+    the projects of a run): the code that runs is the code this process loaded."""
+    package = Path(__file__).parent
+    return "".join(f"\0{path}\0{info.st_size}\0{info.st_mtime_ns}" for path, info in sorted(_package_files(package)))
 
 
 def _package_files(folder: Path) -> Iterator[tuple[str, os.stat_result]]:

@@ -19,6 +19,7 @@ from cli_runner import DEMO, NO_PIN_WARNING, cachelint, check, environment
 from fixture_cases import FIXTURES, Case, analyze_case, rule_cases
 
 import cachelint as package
+from cachelint import cache as cache_module
 from cachelint import engine, parallel
 from cachelint.cache import CACHEDIR_TAG, DATABASE, OWN_FILES, FileRecord
 from cachelint.config import Settings
@@ -202,6 +203,25 @@ def test_new_release_never_reads_entries_of_an_older_one(tmp_path: Path, monkeyp
     rewrite_file_entries(folder, FileRecord(trigger=False))
     monkeypatch.setattr(package, "__version__", package.__version__ + ".post1")
     assert analyze_case(demo, CACHED, use_cache=True).findings == expected
+
+
+def test_the_package_s_files_are_looked_up_once_for_every_project_of_a_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("first", "second"):
+        copy_demo(tmp_path / name)
+    looked_up: list[Path] = []
+
+    def package_files(folder: Path) -> Any:
+        looked_up.append(folder)
+        return real(folder)
+
+    real = cache_module._package_files
+    monkeypatch.setattr(cache_module, "_package_files", package_files)
+    cache_module._package_stamp.cache_clear()
+    analysis = engine.analyze([tmp_path], CACHED, use_cache=True)
+    assert {report.root.parent.name for report in analysis.projects} == {"first", "second"}
+    assert looked_up.count(Path(cache_module.__file__).parent) == 1  # not once a project
 
 
 def test_changed_file_is_analysed_again(tmp_path: Path) -> None:
