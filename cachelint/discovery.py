@@ -144,9 +144,10 @@ def walk_python_files(
     excludes: Excludes,
     stop: Callable[[AbstractSet[str]], bool] | None = None,
     listing: dict[str, frozenset[str]] | None = None,
-) -> Iterator[Path]:
+) -> Iterator[str]:
     """Python files under `folder`, skipping excluded and git-ignored paths and the inference engines'
-    source below it (cachelint.vendored); never follows links.
+    source below it (cachelint.vendored); never follows links. Each is named as `str(folder / relative)`
+    names it, without the cost of making a Path of every file.
 
     `stop(names)`: whether a folder below `folder` holding the entries `names` is left out with all it
     holds. `listing` is given each walked folder's entry names, by its absolute path as the yielded
@@ -162,6 +163,8 @@ def walk_python_files(
     root_text = os.fspath(root)
     excludes_root = os.fspath(excludes.resolved_root)
     shown_root = os.path.abspath(folder)
+    given = os.fspath(folder)
+    head = "" if given == "." else given if given.endswith(os.sep) else given + os.sep
     # Paths as strings below: this loop runs for every file of the project, and pathlib is slow.
     for current, dirs, files in os.walk(root, followlinks=False):
         below = _prefix(current, root_text) or ""
@@ -181,9 +184,10 @@ def walk_python_files(
         ignores = [(prefix, spec) for base, spec in specs if (prefix := _prefix(current, os.fspath(base))) is not None]
         level = (_prefix(current, excludes_root), excludes, ignores)
         dirs[:] = [name for name in sorted(dirs) if not _skipped(name, True, level)]  # links: os.walk never enters
+        named_below = head + below.replace("/", os.sep)
         for name in sorted(files):
             if name.endswith(PYTHON_SUFFIXES) and not _skipped(name, False, level):
-                yield folder / f"{below}{name}"
+                yield named_below + name
 
 
 _Level = tuple[str | None, Excludes, list[tuple[str, "pathspec.GitIgnoreSpec"]]]
@@ -215,25 +219,25 @@ def discover(
     force_exclude: bool = False,
     virtual: AbstractSet[Path] = frozenset(),
     listing: dict[str, frozenset[str]] | None = None,
-) -> list[Path]:
-    """Files to check. Files named directly are kept unless `force_exclude`; a missing path raises
-    unless its absolute form is in `virtual` (its source comes from elsewhere, e.g. stdin). `listing`:
-    as `walk_python_files` takes it, for the folders walked."""
-    found: dict[Path, None] = {}
+) -> list[str]:
+    """Files to check, each named as the path given or `walk_python_files` names it. Files named
+    directly are kept unless `force_exclude`; a missing path raises unless its absolute form is in
+    `virtual` (its source comes from elsewhere, e.g. stdin). `listing`: as `walk_python_files` takes it,
+    for the folders walked."""
+    found: dict[str, None] = {}
     for path in paths:
         if force_exclude and inside_engine_source(path):
             continue
         if Path(os.path.abspath(path)) in virtual:
             if not force_exclude or not excludes.matches(path):
-                found[path] = None
+                found[os.fspath(path)] = None
             continue
         if not path.exists() and not path.is_symlink():
             raise MissingPathError(f"{path}: No such file or directory")
         if path.is_dir():
             if force_exclude and excludes.matches(path):
                 continue
-            for child in walk_python_files(path, excludes, listing=listing):
-                found[child] = None
+            found.update(dict.fromkeys(walk_python_files(path, excludes, listing=listing)))
         elif not force_exclude or not excludes.matches(path):
-            found[path] = None
+            found[os.fspath(path)] = None
     return list(found)

@@ -177,7 +177,7 @@ def any_case_words(raw: bytes) -> frozenset[bytes]:
 
 @dataclass
 class LoadedFile:
-    path: Path
+    path: str | Path
     display: str
     source: SourceFile | None = None  # decoded for targets only
     contents: bytes | None = None  # None: not read yet (keyed from an earlier run's record of it)
@@ -434,7 +434,7 @@ class Analyzer:
             self._rules = ALL_RULES
         return [rule for rule in self._rules if self.settings.is_enabled(rule.info.code) and rule.info.code != "CL100"]
 
-    def read(self, path: Path, target: bool = False) -> LoadedFile:
+    def read(self, path: str | Path, target: bool = False) -> LoadedFile:
         """The file's bytes; what they hold is filled in by `examine`."""
         absolute, loaded, new = self._entry(path, target)
         if not new:
@@ -459,7 +459,7 @@ class Analyzer:
         self.stats.add_time("read", started)
         return loaded
 
-    def _entry(self, path: Path, target: bool) -> tuple[str, LoadedFile, bool]:
+    def _entry(self, path: str | Path, target: bool) -> tuple[str, LoadedFile, bool]:
         """The file's absolute path and entry, and whether the entry is new (its bytes not read yet)."""
         absolute = _absolute(os.fspath(path), self._cwd_text)
         loaded = self.loaded.get(absolute)
@@ -473,7 +473,7 @@ class Analyzer:
         return absolute, loaded, True
 
     def keyed(
-        self, paths: Sequence[Path], manifest: Mapping[str, list[str]], target: bool = True
+        self, paths: Sequence[str], manifest: Mapping[str, list[str]], target: bool = True
     ) -> tuple[list[LoadedFile], int]:
         """The files at `paths` (the targets, or other files of the project), keyed without reading them
         when their size, times and inode are those `manifest` (absolute path -> [signature, cache key])
@@ -484,7 +484,7 @@ class Analyzer:
             absolute, loaded, new = self._entry(path, target=target)
             recorded = manifest.get(absolute)
             try:
-                signature = file_signature(loaded.path.stat())
+                signature = file_signature(os.stat(loaded.path))  # noqa: PTH116 (a path as text: no Path made)
             except OSError:
                 signature = ""
             if new and recorded is not None and recorded[0] == signature and absolute not in self._overlay:
@@ -704,11 +704,11 @@ class Analyzer:
         if self.cache is not None and loaded.cache_key and loaded.record is not None:
             self.cache.put(loaded.cache_key, loaded.record)
 
-    def project_files(self, targets: Sequence[Path]) -> list[Path]:
+    def project_files(self, targets: Sequence[str]) -> list[str]:
         """The files of the project (not below a project of its own; in a loose folder, its own and its
         packages') and the targets."""
         if self.root.is_file():
-            return [self.root]
+            return [os.fspath(self.root)]
         excludes = Excludes.build(self.root, (*self.settings.exclude, *self.settings.extend_exclude))
         stop = vllm_range.holds_project if vllm_range.marks_project(self.root) else vllm_range.leaves_loose_folder
         return [*walk_python_files(self.root, excludes, stop=stop), *targets]
@@ -865,7 +865,7 @@ class ProjectPlan:
 
     root: Path
     settings: Settings
-    targets: list[Path] = field(default_factory=list)
+    targets: list[str] = field(default_factory=list)  # as `discover` names them
     walked: bool = False  # the targets are every file of the project: its folder was walked whole
 
     @functools.cached_property
@@ -930,18 +930,21 @@ def plan_projects(
         walked = path.is_dir()
         walked_from = os.path.abspath(path)
         own_excludes = bool(own.settings.exclude or own.settings.extend_exclude)
+        judged: set[int] = set()
         for file in discover([path], own.excludes, force_exclude, virtual, listing):
-            absolute = _absolute(os.fspath(file), cwd)
+            absolute = _absolute(file, cwd)
             if absolute in seen:
                 continue
             plan = plan_of_folder(absolute.rpartition(os.sep)[0], walked_from) if walked else own
             configured = plan.settings.exclude or plan.settings.extend_exclude
-            if plan is not own and configured and plan.excludes.matches(file):
+            if plan is not own and configured and plan.excludes.matches(Path(file)):
                 continue
             seen.add(absolute)
             plan.targets.append(file)
-            inside = walked and _below(os.fspath(plan.root), walked_from) is not None
-            whole[id(plan)] = whole.get(id(plan), True) and inside and (plan is own or not own_excludes)
+            if id(plan) not in judged:  # the same for every file of the plan from this path
+                judged.add(id(plan))
+                inside = walked and _below(os.fspath(plan.root), walked_from) is not None
+                whole[id(plan)] = whole.get(id(plan), True) and inside and (plan is own or not own_excludes)
     found = [plan for plan in plans.values() if plan.targets]
     shared = Counter(plan.root for plan in found)
     for plan in found:
@@ -1110,12 +1113,12 @@ def _side_by_side(plans: list[ProjectPlan], overlay: Mapping[Path, bytes], worke
     return sizes
 
 
-def _size(path: Path, overlay: Mapping[Path, bytes]) -> int:
+def _size(path: str, overlay: Mapping[Path, bytes]) -> int:
     raw = overlay.get(Path(os.path.abspath(path))) if overlay else None
     if raw is not None:
         return len(raw)
     try:
-        return path.stat().st_size
+        return os.stat(path).st_size  # noqa: PTH116
     except OSError:
         return 0
 

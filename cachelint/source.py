@@ -94,19 +94,20 @@ _NOT_REGULAR = {
 }
 
 
-def read_file(path: Path) -> bytes:
+def read_file(path: str | Path) -> bytes:
     """The bytes of the regular file at `path` (links followed); OSError for anything else, which
     could block forever (a named pipe) or never end (/dev/zero)."""
     return read_file_with_stat(path)[1]
 
 
-def read_file_with_stat(path: Path) -> tuple[os.stat_result, bytes]:
+def read_file_with_stat(path: str | Path) -> tuple[os.stat_result, bytes]:
     """`read_file`, and the file's status taken before it was read."""
-    status = path.stat()
+    status = os.stat(path)  # noqa: PTH116 (a path as text too: making a Path of each costs)
     kind = stat.S_IFMT(status.st_mode)
     if kind != stat.S_IFREG:
         raise OSError(errno.EINVAL, f"not a regular file but {_NOT_REGULAR.get(kind, 'a special file')}", str(path))
-    return status, path.read_bytes()
+    with open(path, "rb") as file:  # noqa: PTH123
+        return status, file.read()
 
 
 def file_signature(status: os.stat_result) -> str:

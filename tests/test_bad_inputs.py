@@ -8,6 +8,7 @@ racing the fixer) are injected into a real `cachelint` process by `run_patched`.
 from __future__ import annotations
 
 import ast
+import io
 import json
 import os
 import re
@@ -15,6 +16,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 from cli_runner import Result, check, environment, write_tree
@@ -441,14 +443,16 @@ def test_unreadable_file_is_reported_engine_level(tmp_path: Path, monkeypatch: p
     project(tmp_path, {"pkg/secret.py": BUGGY, "pkg/server.py": BUGGY})
     monkeypatch.chdir(tmp_path)
     secret = (tmp_path / "pkg/secret.py").resolve()
-    real_read_bytes = Path.read_bytes
+    real_open = io.open
 
-    def read_bytes(self: Path) -> bytes:
-        if self.resolve() == secret:
-            raise PermissionError(13, "Permission denied", str(self))
-        return real_read_bytes(self)
+    def guarded_open(file: Any, *args: Any, **kwargs: Any) -> Any:
+        """`open`, refused for the secret file as the system refuses a file without read permission."""
+        if isinstance(file, (str, os.PathLike)) and Path(file).resolve() == secret:
+            raise PermissionError(13, "Permission denied", os.fspath(file))
+        return real_open(file, *args, **kwargs)
 
-    monkeypatch.setattr(Path, "read_bytes", read_bytes)
+    monkeypatch.setattr("builtins.open", guarded_open)
+    monkeypatch.setattr("io.open", guarded_open)
     analysis = analyze([Path("pkg")], Settings(), workers=1)
     found = {(f.path, f.code, f.message) for f in analysis.findings}
     assert ("pkg/secret.py", "io-error", "cannot read file: Permission denied") in found
