@@ -424,7 +424,7 @@ def run_corpus(
             repeats[tool] = min(slow_repeat, options.repeat)
     try:
         for rep in range(max(repeats.values())):
-            for tool in runs:
+            for tool in round_order(list(runs), rep):
                 if rep >= repeats[tool]:
                     continue
                 if tool in prepare:
@@ -439,6 +439,17 @@ def run_corpus(
         for path, original in originals.items():
             path.write_bytes(original)
     return runs
+
+
+def round_order(tools: list[str], rep: int) -> list[str]:
+    """The commands of round `rep`: each baseline command (`base-...`) right after its partner, and
+    right before it in every other round, so that what ran just before the pair favours neither side."""
+    order = list(tools)
+    if rep % 2:
+        for index, tool in enumerate(order):
+            if tool.startswith("base-"):
+                order[index - 1], order[index] = tool, order[index - 1]
+    return order
 
 
 STAGES = {
