@@ -5,7 +5,8 @@ raises KeyboardInterrupt instead, so that the pool's workers are stopped on the 
 remembered, so that an interrupt swallowed on its way up (raised inside a finalizer, say) still ends
 the run: at the next `check` (between two batches, files or rounds of fixes), else once the command
 returns. `deferred` holds SIGINT back while a file is written, the cache folder is made or the worker
-pool is started or stopped, and delivers it when the step is done.
+pool is started or stopped, and delivers it when the step is done. Once Ctrl-C has come, a thread's
+failure (the pool's own threads, as its killed workers are torn down) is not printed.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ def install() -> None:
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, _on_interrupt)
         sys.unraisablehook = _unraisable
+        threading.excepthook = _thread_failed
 
 
 def _unraisable(unraisable: sys.UnraisableHookArgs) -> None:
@@ -46,6 +48,14 @@ def _unraisable(unraisable: sys.UnraisableHookArgs) -> None:
     if _received and unraisable.exc_type is not None and issubclass(unraisable.exc_type, KeyboardInterrupt):
         return
     sys.__unraisablehook__(unraisable)
+
+
+def _thread_failed(failure: threading.ExceptHookArgs) -> None:
+    """After Ctrl-C, the process pool's own threads may fail while its killed workers are torn down
+    (a pipe closed under them); the run is ending with exit 130, and that is not printed. Before,
+    a thread's failure is printed as Python prints it."""
+    if not _received:
+        threading.__excepthook__(failure)
 
 
 @contextmanager

@@ -251,3 +251,33 @@ def test_ctrl_c_that_python_swallows_stops_the_work_at_the_next_step() -> None:
     """Not only once the command returns: the work in hand stops before its next file or batch."""
     result = subprocess.run([sys.executable, "-c", SWALLOWED_BEFORE_WORK], capture_output=True, text=True, timeout=60)
     assert (result.returncode, result.stdout, result.stderr) == (130, "", "cachelint: interrupted\n")
+
+
+THREAD_FAILS = """
+import signal, threading
+from cachelint import interrupts
+
+def fail():
+    raise OSError("handle is closed")
+
+def in_a_thread():
+    thread = threading.Thread(target=fail)
+    thread.start()
+    thread.join()
+
+interrupts.install()
+in_a_thread()
+try:
+    with interrupts.raising():
+        signal.raise_signal(signal.SIGINT)
+except KeyboardInterrupt:
+    in_a_thread()  # as the pool's threads may fail while its killed workers are torn down
+    interrupts.interrupted()
+"""
+
+
+def test_a_thread_that_fails_after_ctrl_c_prints_nothing_and_one_that_fails_before_is_printed() -> None:
+    result = subprocess.run([sys.executable, "-c", THREAD_FAILS], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 130
+    assert result.stderr.count("Traceback") == result.stderr.count("OSError: handle is closed") == 1
+    assert result.stderr.endswith("OSError: handle is closed\ncachelint: interrupted\n")
