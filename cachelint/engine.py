@@ -177,7 +177,7 @@ def any_case_words(raw: bytes) -> frozenset[bytes]:
 
 @dataclass
 class LoadedFile:
-    path: str | Path
+    path: str  # as `discover` names it
     display: str
     source: SourceFile | None = None  # decoded for targets only
     contents: bytes | None = None  # None: not read yet (keyed from an earlier run's record of it)
@@ -434,7 +434,7 @@ class Analyzer:
             self._rules = ALL_RULES
         return [rule for rule in self._rules if self.settings.is_enabled(rule.info.code) and rule.info.code != "CL100"]
 
-    def read(self, path: str | Path, target: bool = False) -> LoadedFile:
+    def read(self, path: str, target: bool = False) -> LoadedFile:
         """The file's bytes; what they hold is filled in by `examine`."""
         absolute, loaded, new = self._entry(path, target)
         if not new:
@@ -459,9 +459,9 @@ class Analyzer:
         self.stats.add_time("read", started)
         return loaded
 
-    def _entry(self, path: str | Path, target: bool) -> tuple[str, LoadedFile, bool]:
+    def _entry(self, path: str, target: bool) -> tuple[str, LoadedFile, bool]:
         """The file's absolute path and entry, and whether the entry is new (its bytes not read yet)."""
-        absolute = _absolute(os.fspath(path), self._cwd_text)
+        absolute = _absolute(path, self._cwd_text)
         loaded = self.loaded.get(absolute)
         if loaded is not None:
             loaded.target = loaded.target or target

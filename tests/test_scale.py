@@ -67,7 +67,7 @@ def test_words_looked_for_in_any_case_are_found_as_in_the_lowered_bytes() -> Non
             word = chooser.choice(ANY_CASE_WORDS)
             spelled = bytes(letter ^ 0x20 if chooser.random() < 0.5 else letter for letter in word)
             variant = raw + b"\n# " + spelled if chooser.random() < 0.7 else raw
-            loaded = LoadedFile(Path("x.py"), "x.py", contents=variant)
+            loaded = LoadedFile("x.py", "x.py", contents=variant)
             for known in ANY_CASE_WORDS:
                 assert loaded.holds_any_case(known) == (known in variant.lower()), (known, spelled)
 
