@@ -61,6 +61,9 @@ FRAMEWORK_WHEELS = (
     "rlinf==0.3.0",
     "siirl==0.2.0",
 )
+# The wheels are unpacked, never installed: they are the ones a user of this Python gets, whatever
+# Python runs the benchmark (skyrl 0.4.0 requires Python 3.12 or newer).
+WHEELS_PYTHON = "3.12"
 CORPORA = ("rl", "stdlib", "vllm-verl", "frameworks")
 PEERS = ("fixit==2.2.1", "ruff==0.17.6")
 # The file pre-commit hands over in the one-changed-file runs: one the rules must analyse, and one
@@ -297,7 +300,7 @@ def find_wheels(specs: Sequence[str], work: Path, venv: Path, wheels: Path | Non
     if missing and wheels is None:
         log(f"downloading {', '.join(missing)}")
         pip = [str(venv_bin(venv, "python")), "-m", "pip"]
-        options = ["-q", "--no-deps", "--only-binary=:all:", "--dest", str(folder)]
+        options = ["-q", "--no-deps", "--only-binary=:all:", "--python-version", WHEELS_PYTHON, "--dest", str(folder)]
         subprocess.run([*pip, "download", *options, *missing], check=True)
         found = _wheels_in(folder, specs)
     if len(found) < len(specs):
