@@ -420,6 +420,7 @@ class Analyzer:
         self._progress: Callable[[int, int], None] | None = None
         self._finished: set[str] = set()
         self._defined_sets: dict[str, frozenset[str]] = {}
+        self._grow: Callable[[bool], tuple[int, int]] | None = None  # see load_on_demand
         self._absolute_root = Path(os.path.abspath(root))
         self._root_text = os.fspath(self._absolute_root)
         self._cwd_text = str(Path.cwd())
@@ -731,11 +732,20 @@ class Analyzer:
         def summarize(chosen: list[LoadedFile]) -> None:
             self._fulfil([(loaded, True) for loaded in chosen], ON_DEMAND)
 
-        callers_matter = self.settings.is_enabled("CL007")
-        _, rounds = on_demand.grow(index, search, summarize, self.settings.all_refit_functions, callers_matter)
+        self._grow = functools.partial(on_demand.grow, index, search, summarize, self.settings.all_refit_functions)
+        _, rounds = self._grow(False)
         self.stats.rounds += rounds
         self.stats.add_time(ON_DEMAND, started)
         return index
+
+    def load_callers(self) -> None:
+        """Grow the index of `load_on_demand` by the files that may pause before they call a refit root
+        (CL007 asks), and by what the refit paths reach then."""
+        assert self._grow is not None
+        started = time.perf_counter()
+        _, rounds = self._grow(True)
+        self.stats.rounds += rounds
+        self.stats.add_time(ON_DEMAND, started)
 
     def defined_words(self, loaded: LoadedFile) -> frozenset[str]:
         """The words after `def ` or `class ` in the file's bytes (`def name\\b` or `class name\\b`
@@ -1332,33 +1342,61 @@ def _find(
         index = analyzer.load_on_demand(index_files, project) if index_files else None
         analyzer.check_syntax(named)
     started = time.perf_counter()
+    context = None
+    if index is not None and any(loaded.summary for loaded in target_files):
+        context = _rules_context(analyzer, index, supported)
+        if _callers_may_matter(analyzer, context, target_files):
+            loading = time.perf_counter()
+            with collector_paused():
+                analyzer.load_callers()
+            started += time.perf_counter() - loading  # on-demand time, not the rules'
     findings = [loaded.error for loaded in target_files if loaded.error is not None]
     clean = [loaded for loaded in target_files if loaded.error is None]
     summaries = [loaded.summary for loaded in clean if loaded.summary is not None]
-    if summaries and index is not None:
-        from cachelint.facts import load_facts, load_sglang_facts
-        from cachelint.rules import Context
-
-        vllm, sglang = supported
-        context = Context(
-            index,
-            vllm,
-            settings,
-            load_facts(),
-            analyzer.multimodal_evidence,
-            sglang=sglang,
-            sglang_facts=load_sglang_facts(),
-            project_bytes=analyzer.project_bytes,
-            sglang_bytes=functools.partial(analyzer.project_bytes, naming_sglang=True),
-            imports_sglang=lambda: analyzer.imports_sglang,
-            summaries_where=analyzer.summaries_where,
-        )
+    if summaries and context is not None:
         for summary in summaries:
             findings.extend(run_rules(analyzer.rules, summary, context))
         analyzer.stats.ruled += len(summaries)
     kept = apply_suppressions(findings, clean, settings, analyzer.root_folder)
     analyzer.stats.add_time("rules", started)
     return kept
+
+
+def _rules_context(
+    analyzer: Analyzer, index: ProjectIndex, supported: tuple[SupportedRange, SupportedRange]
+) -> Context:
+    from cachelint.facts import load_facts, load_sglang_facts
+    from cachelint.rules import Context
+
+    vllm, sglang = supported
+    return Context(
+        index,
+        vllm,
+        analyzer.settings,
+        load_facts(),
+        analyzer.multimodal_evidence,
+        sglang=sglang,
+        sglang_facts=load_sglang_facts(),
+        project_bytes=analyzer.project_bytes,
+        sglang_bytes=functools.partial(analyzer.project_bytes, naming_sglang=True),
+        imports_sglang=lambda: analyzer.imports_sglang,
+        summaries_where=analyzer.summaries_where,
+    )
+
+
+def _callers_may_matter(analyzer: Analyzer, context: Context, target_files: list[LoadedFile]) -> bool:
+    """Whether CL007 would flag a reset in `target_files` on the index as it is. A reset it flags may
+    yet be spared by a function anywhere in the project that pauses before it calls the refit root: the
+    files of such callers are summarized only then (most projects' resets are not flagged at all)."""
+    if not any(rule.info.code == "CL007" for rule in analyzer.rules):
+        return False
+    from cachelint.rules.cl007_prefix_reset_may_noop import noop_risks
+
+    paths = {loaded.summary.path for loaded in target_files if loaded.summary is not None}
+    try:
+        return any(risk.reached.ref.file.path in paths for risk in noop_risks(context))
+    except Exception:  # a rule bug: the rule's own run reports it
+        return True
 
 
 def apply_suppressions(

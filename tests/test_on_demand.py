@@ -185,3 +185,50 @@ def test_only_helpers_that_may_lead_to_a_reset_are_summarized(tmp_path: Path, mo
     found, stats = run(project(tmp_path, files), monkeypatch)
     assert found == REACHED
     assert on_demand(stats) == 2  # steps.py and more.py, not metrics.py
+
+
+ROLLOUT = """\
+from vllm.v1.engine.async_llm import AsyncLLM
+
+
+class Rollout:
+    def __init__(self, engine: AsyncLLM):
+        self.engine = engine
+
+    async def update_weights(self, weights):
+{pause}        await self.engine.reset_prefix_cache()
+        await self.engine.reset_mm_cache()
+        await self.engine.reset_encoder_cache()
+"""
+# Starts the refit through Ray (the call graph does not link it to the rollout's), after an abort.
+MANAGER = """\
+import asyncio
+
+
+class Manager:
+    def __init__(self, replicas):
+        self.replicas = replicas
+
+    async def push(self, weights):
+{abort}        await asyncio.gather(*[r.update_weights.remote(weights) for r in self.replicas])
+"""
+ABORT = "        await asyncio.gather(*[r.abort_all_requests.remote() for r in self.replicas])\n"
+PAUSE = '        await self.engine.pause_generation(mode="abort")\n'
+
+
+@pytest.mark.parametrize(
+    ("pause", "abort", "found", "loaded"),
+    [
+        (PAUSE, ABORT, [], 0),  # the refit pauses itself: whatever its callers do, nothing to flag
+        ("", ABORT, [], 1),  # CL007 would flag the reset, but the manager aborts first
+        ("", "", ["agent/rollout.py:9 CL007"], 0),  # the manager names no pause or abort
+    ],
+    ids=["paused_in_the_refit", "caller_aborts_first", "no_caller_pauses"],
+)
+def test_the_callers_of_a_refit_are_summarized_only_when_cl007_would_flag_its_reset(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pause: str, abort: str, found: list[str], loaded: int
+) -> None:
+    files = {"agent/rollout.py": ROLLOUT.format(pause=pause), "agent/manager.py": MANAGER.format(abort=abort)}
+    findings, stats = run(project(tmp_path, files), monkeypatch)
+    assert findings == found
+    assert on_demand(stats) == loaded
