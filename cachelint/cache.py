@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     import sqlite3
 
     from cachelint.config import Settings
+    from cachelint.summary import FileSummary
 
 DATABASE = "cache.sqlite3"
 # https://bford.info/cachedir/: backup and archiving tools skip a folder holding this file.
@@ -268,6 +269,16 @@ class Cache:
     def put(self, key: str, record: FileRecord) -> None:
         if self._state != "off":
             self._pending[key] = (record.to_text(), record.summary)
+
+    def decoded(self, key: str) -> FileSummary | None:
+        """The summary an earlier run of this process decoded from the entry `key` (see `keep_decoded`),
+        if any."""
+        return None
+
+    def keep_decoded(self, key: str, summary: FileSummary) -> None:
+        """Keep the summary decoded from the entry `key` for a later run of this process (the language
+        server's next analysis; a run of the command line has none). Summaries are not changed once
+        made, but for their path."""
 
     def flush(self) -> None:
         """Write what this run learnt, drop long-unused entries, close the database."""

@@ -420,7 +420,6 @@ class Analyzer:
         self._progress: Callable[[int, int], None] | None = None
         self._finished: set[str] = set()
         self._defined_sets: dict[str, frozenset[str]] = {}
-        self._grow: Callable[[bool], tuple[int, int]] | None = None  # see load_on_demand
         self._absolute_root = Path(os.path.abspath(root))
         self._root_text = os.fspath(self._absolute_root)
         self._cwd_text = str(Path.cwd())
@@ -693,11 +692,15 @@ class Analyzer:
     def _take_summary(self, loaded: LoadedFile, text: str) -> bool:
         from cachelint.summary import FileSummary
 
-        try:
-            summary = FileSummary.from_json(json.loads(text))
-        except (KeyError, TypeError, ValueError, AttributeError):
-            return False
-        summary.path = loaded.display
+        summary = self.cache.decoded(loaded.cache_key) if self.cache is not None else None
+        if summary is None or summary.path != loaded.display:
+            try:
+                summary = FileSummary.from_json(json.loads(text))
+            except (KeyError, TypeError, ValueError, AttributeError):
+                return False
+            summary.path = loaded.display
+            if self.cache is not None:
+                self.cache.keep_decoded(loaded.cache_key, summary)
         loaded.summary = summary
         return True
 
@@ -714,9 +717,13 @@ class Analyzer:
         stop = vllm_range.holds_project if vllm_range.marks_project(self.root) else vllm_range.leaves_loose_folder
         return [*walk_python_files(self.root, excludes, stop=stop), *targets]
 
-    def load_on_demand(self, index_files: list[LoadedFile], project: list[LoadedFile]) -> ProjectIndex:
+    def load_on_demand(
+        self, index_files: list[LoadedFile], project: list[LoadedFile]
+    ) -> tuple[ProjectIndex, Callable[[], None]]:
         """Index the summarized files, then summarize the project files that the refit paths may reach
-        (cachelint.on_demand says which). Return the index of them all."""
+        (cachelint.on_demand says which). Return the index of them all, and a function that grows it by
+        the files that may pause before they call a refit root (CL007 asks), and by what the refit
+        paths reach then."""
         from cachelint import on_demand
         from cachelint.project import ProjectIndex
 
@@ -732,20 +739,15 @@ class Analyzer:
         def summarize(chosen: list[LoadedFile]) -> None:
             self._fulfil([(loaded, True) for loaded in chosen], ON_DEMAND)
 
-        self._grow = functools.partial(on_demand.grow, index, search, summarize, self.settings.all_refit_functions)
-        _, rounds = self._grow(False)
-        self.stats.rounds += rounds
-        self.stats.add_time(ON_DEMAND, started)
-        return index
+        def grow(callers: bool, started: float) -> None:
+            _, rounds = on_demand.grow(index, search, summarize, self.settings.all_refit_functions, callers)
+            self.stats.rounds += rounds
+            self.stats.add_time(ON_DEMAND, started)
 
-    def load_callers(self) -> None:
-        """Grow the index of `load_on_demand` by the files that may pause before they call a refit root
-        (CL007 asks), and by what the refit paths reach then."""
-        assert self._grow is not None
-        started = time.perf_counter()
-        _, rounds = self._grow(True)
-        self.stats.rounds += rounds
-        self.stats.add_time(ON_DEMAND, started)
+        grow(False, started)
+        # The analyzer keeps no reference to `grow`, which holds it: such a cycle would keep every run's
+        # index alive until the garbage collector's rare full pass (the language server's memory grew).
+        return index, lambda: grow(True, time.perf_counter())
 
     def defined_words(self, loaded: LoadedFile) -> frozenset[str]:
         """The words after `def ` or `class ` in the file's bytes (`def name\\b` or `class name\\b`
@@ -1336,19 +1338,21 @@ def _find(
     progress: Callable[[int, int], None] | None,
 ) -> list[Finding]:
     settings = analyzer.settings
+    index, load_callers = None, None
     with collector_paused():
         analyzer.examine(progress)
         index_files = [loaded for loaded in {id(f): f for f in [*target_files, *project]}.values() if loaded.summary]
-        index = analyzer.load_on_demand(index_files, project) if index_files else None
+        if index_files:
+            index, load_callers = analyzer.load_on_demand(index_files, project)
         analyzer.check_syntax(named)
     started = time.perf_counter()
     context = None
-    if index is not None and any(loaded.summary for loaded in target_files):
+    if index is not None and load_callers is not None and any(loaded.summary for loaded in target_files):
         context = _rules_context(analyzer, index, supported)
         if _callers_may_matter(analyzer, context, target_files):
             loading = time.perf_counter()
             with collector_paused():
-                analyzer.load_callers()
+                load_callers()
             started += time.perf_counter() - loading  # on-demand time, not the rules'
     findings = [loaded.error for loaded in target_files if loaded.error is not None]
     clean = [loaded for loaded in target_files if loaded.error is None]

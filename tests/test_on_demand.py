@@ -5,6 +5,7 @@ cannot matter. `-v` says how many files each stage touched."""
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 
 import pytest
@@ -232,3 +233,22 @@ def test_the_callers_of_a_refit_are_summarized_only_when_cl007_would_flag_its_re
     findings, stats = run(project(tmp_path, files), monkeypatch)
     assert findings == found
     assert on_demand(stats) == loaded
+
+
+def test_a_run_leaves_its_index_to_be_freed_at_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No reference cycle holds the run's index (nor its summaries): the language server analyses after
+    every change, and what a cycle holds waits for the garbage collector's rare full pass."""
+    from cachelint.project import ProjectIndex
+
+    files = {"agent/rollout.py": ROLLOUT.format(pause=""), "agent/manager.py": MANAGER.format(abort=ABORT)}
+    root = project(tmp_path, files)
+    gc.collect()
+    gc.disable()
+    try:
+        findings, stats = run(root, monkeypatch)
+        alive = [item for item in gc.get_objects() if isinstance(item, ProjectIndex)]
+    finally:
+        gc.enable()
+    assert on_demand(stats) == 1  # the callers were loaded: the path that kept the index
+    assert findings == []
+    assert alive == []

@@ -11,6 +11,7 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -24,6 +25,7 @@ from cachelint.server.documents import SourceText, buffer_bytes
 from cachelint.server.projects import Scope, resolve_scope
 from cachelint.server.scheduler import Scheduler
 from cachelint.source import decode_source
+from cachelint.summary import FileSummary
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKER = """\
@@ -166,6 +168,49 @@ def test_unsaved_buffers_stay_out_of_the_cache_file(tmp_path: Path) -> None:
     assert len(memory.records) == 1 and len(memory.runs) == 1
     assert run(unsaved) == ["CL001"]  # the same text again: found in memory
     assert len(memory.records) == 1 and len(memory.runs) == 1
+
+
+TRAINER = """\
+from worker import MyWorkerExtension
+
+
+class Trainer:
+    def __init__(self, engine):
+        self.engine = engine
+
+    def update_weights(self, weights):
+        self.engine.collective_rpc("update_weights", args=(weights,))
+"""
+
+
+def test_an_analysis_takes_the_summaries_the_last_one_decoded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "p"\n', encoding="utf-8")
+    (tmp_path / "worker.py").write_text(WORKER, encoding="utf-8")
+    path = tmp_path / "trainer.py"
+    path.write_text(TRAINER, encoding="utf-8")
+    scope = resolve_scope(path)
+    memory = BufferMemory()
+    decoded: list[str] = []
+    from_json = FileSummary.from_json
+
+    def counted(data: dict[str, Any]) -> FileSummary:
+        decoded.append(data["module"])
+        return from_json(data)
+
+    monkeypatch.setattr(FileSummary, "from_json", counted)
+
+    def run(text: str) -> list[str]:
+        file = OpenFile(path.as_uri(), path, 1, SourceText(text), text.encode())
+        found = run_analysis(Snapshot(scope, (file,)), memory).findings[path.as_uri()]
+        return [f"{finding.span.line} {finding.code}" for finding in found]
+
+    first = run(TRAINER)  # as saved: both files summarized, nothing decoded
+    assert decoded == [] and memory.summaries == {}
+    assert run(TRAINER + "# 1\n") == first  # the worker's summary comes from the cache
+    assert decoded == ["worker"] and [summary.module for summary in memory.summaries.values()] == ["worker"]
+    kept = next(iter(memory.summaries.values()))
+    assert run(TRAINER + "# 2\n") == first  # and then from memory
+    assert decoded == ["worker"] and list(memory.summaries.values()) == [kept]
 
 
 def test_buffer_memory_keeps_the_most_recent() -> None:

@@ -13,7 +13,7 @@ from collections import OrderedDict
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cachelint.cache import Cache, FileRecord
 from cachelint.engine import analyze
@@ -22,6 +22,9 @@ from cachelint.server.documents import SourceText
 from cachelint.server.projects import Scope
 from cachelint.source import read_file
 from cachelint.vllm_range import SupportedRange
+
+if TYPE_CHECKING:
+    from cachelint.summary import FileSummary
 
 
 @dataclass(frozen=True)
@@ -53,12 +56,14 @@ class Outcome:
 
 class BufferMemory:
     """What the analyses learnt about unsaved buffers: file records and run findings, the most
-    recently used `size` of each."""
+    recently used `size` of each; and the summaries the latest analysis took from the cache, decoded
+    (the next analysis of the scope takes most of them again)."""
 
     def __init__(self, size: int = 16) -> None:
         self.size = size
         self.records: OrderedDict[str, FileRecord] = OrderedDict()
         self.runs: OrderedDict[str, list[dict[str, Any]]] = OrderedDict()
+        self.summaries: dict[str, FileSummary] = {}
 
     def get(self, table: OrderedDict[str, Any], key: str) -> Any:
         value = table.get(key)
@@ -83,6 +88,7 @@ class BufferCache(Cache):
         self._unsaved = set(unsaved)
         self._unsaved_sizes = {len(data) for data in unsaved}
         self._unsaved_keys: set[str] = set()
+        self.decoded_now: dict[str, FileSummary] = {}  # the summaries this analysis took from the cache
 
     @classmethod
     def for_buffers(cls, scope: Scope, unsaved: Collection[bytes], memory: BufferMemory) -> BufferCache:
@@ -113,6 +119,16 @@ class BufferCache(Cache):
         else:
             super().put(key, record)
 
+    def decoded(self, key: str) -> FileSummary | None:
+        summary = self.memory.summaries.get(key)
+        if summary is not None:
+            self.decoded_now[key] = summary
+        return summary
+
+    def keep_decoded(self, key: str, summary: FileSummary) -> None:
+        if key not in self._unsaved_keys:  # typed once, never seen again
+            self.decoded_now[key] = summary
+
     def get_run(self, key: str, file_keys: list[str]) -> list[dict[str, Any]] | None:
         remembered: list[dict[str, Any]] | None = self.memory.get(self.memory.runs, key)
         return remembered if remembered is not None else super().get_run(key, file_keys)
@@ -139,6 +155,7 @@ def run_analysis(snapshot: Snapshot, memory: BufferMemory) -> Outcome:
         cache=cache,
         workers=1,  # no process pool forked from a process with threads
     )
+    memory.summaries = cache.decoded_now
     by_path: dict[Path, list[Finding]] = {}
     for finding in analysis.findings:
         by_path.setdefault(Path(os.path.abspath(finding.path)), []).append(finding)
