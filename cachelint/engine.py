@@ -708,14 +708,14 @@ class Analyzer:
         if self.cache is not None and loaded.cache_key and loaded.record is not None:
             self.cache.put(loaded.cache_key, loaded.record)
 
-    def project_files(self, targets: Sequence[str]) -> list[str]:
+    def project_files(self) -> list[str]:
         """The files of the project (not below a project of its own; in a loose folder, its own and its
-        packages') and the targets."""
+        packages')."""
         if self.root.is_file():
             return [os.fspath(self.root)]
         excludes = Excludes.build(self.root, (*self.settings.exclude, *self.settings.extend_exclude))
         stop = vllm_range.holds_project if vllm_range.marks_project(self.root) else vllm_range.leaves_loose_folder
-        return [*walk_python_files(self.root, excludes, stop=stop), *targets]
+        return list(walk_python_files(self.root, excludes, stop=stop))
 
     def load_on_demand(
         self, index_files: list[LoadedFile], project: list[LoadedFile]
@@ -1181,6 +1181,8 @@ class ProjectRun:
         self.run_key: str | None = None
         self.unread = False  # answered from the cache without reading the files
         self.imports_sglang = False  # a file imports SGLang (looked for when no SGLang range is pinned or set)
+        self.recorded: dict[str, Any] | None = None  # what the last run recorded of the project's files
+        self.covers_project = False  # the files of a run on some files were those of a whole run
 
     def read(self) -> None:
         """Read the targets and, when the range can matter (a whole project is checked, or a target
@@ -1191,11 +1193,14 @@ class ProjectRun:
         if self.walked:
             self.project = self.target_files
         elif self.consulted:
-            manifest = self._manifest()
-            paths = analyzer.project_files(targets)
+            manifest = self.recorded = self._manifest()
+            found = analyzer.project_files()
+            # The targets among the project's files: the files of this run are those of a whole run
+            self.covers_project = {os.path.abspath(path) for path in targets} <= set(map(os.path.abspath, found))
+            paths = [*found, *targets]
             if manifest is None:
                 self.project = [analyzer.read(path) for path in paths]
-            else:  # the files unchanged since the last run of the whole project are read only if asked for
+            else:  # the files unchanged since the last run that recorded them are read only if asked for
                 self.project, _ = analyzer.keyed(paths, manifest["files"], target=False)
         self.run_key = analyzer.run_key(self.target_files, self.project, self.ranges, self.named)
 
@@ -1211,9 +1216,11 @@ class ProjectRun:
         return findings
 
     def _stored_unread(self, progress: Callable[[int, int], None] | None) -> list[Finding] | None:
-        manifest = self._manifest() if self.walked and not self.overlay else None
+        manifest = self.recorded = self._manifest() if self.walked and not self.overlay else None
         if manifest is None:
             return None
+        if self.sglang.assumed and not isinstance(manifest.get("imports sglang"), bool):
+            return None  # recorded under a pinned SGLang range: no file was searched for an SGLang import
         started = time.perf_counter()
         files, read = self.analyzer.keyed(self.plan.targets, manifest["files"])
         self.stats.add_time("read", started)
@@ -1231,7 +1238,8 @@ class ProjectRun:
         return findings
 
     def _manifest(self) -> dict[str, Any] | None:
-        """What the last run of the whole project recorded of its files (see `_put_manifest`), if any."""
+        """What the last run that keyed or read every file of the project recorded of them (see
+        `_put_manifest`), if any."""
         if self.cache is None:
             return None
         text = self.cache.get_text(self._manifest_key())
@@ -1247,8 +1255,11 @@ class ProjectRun:
         """Record the signature and cache key of each file read, and whether one imports SGLang, for
         the next run to answer from them without reading."""
         assert self.cache is not None
-        manifest = {"files": self.analyzer.manifest(self.started_ns), "imports sglang": self.imports_sglang}
-        self.cache.put_text(self._manifest_key(), json.dumps(manifest))
+        manifest: dict[str, Any] = {"files": self.analyzer.manifest(self.started_ns)}
+        if self.sglang.assumed:  # else no file was searched for an SGLang import
+            manifest["imports sglang"] = self.imports_sglang
+        if manifest != self.recorded:
+            self.cache.put_text(self._manifest_key(), json.dumps(manifest))
 
     @property
     def ranges(self) -> tuple[SupportedRange, SupportedRange]:
@@ -1272,9 +1283,10 @@ class ProjectRun:
             self.cache.flush()
 
     def report(self, findings: list[Finding]) -> Analysis:
-        if not self.unread and self.sglang.assumed:  # a pinned or set SGLang range is shown anyway
-            self.imports_sglang = self.analyzer.imports_sglang
-            if self.cache is not None and self.walked and not self.overlay:
+        if not self.unread:
+            if self.sglang.assumed:  # a pinned or set SGLang range is shown anyway
+                self.imports_sglang = self.analyzer.imports_sglang
+            if self.cache is not None and (self.walked or self.covers_project) and not self.overlay:
                 self._put_manifest()
         analyzer = self.analyzer
         analyzer.stats.trigger = sum(1 for file in analyzer.loaded.values() if file.record and file.record.trigger)

@@ -207,10 +207,12 @@ def image_prompt(prompt_ids: list[int], image) -> dict:
 
 
 def run_entries(cache: Path) -> int:
+    """How many runs' findings (JSON lists) are stored; the record of the project's files, stored under
+    the same kind of key, is not one."""
     with sqlite3.connect(cache / DATABASE) as connection:
-        [(count,)] = connection.execute("SELECT COUNT(*) FROM entries WHERE key LIKE 'run:%'")
+        values = [value for (value,) in connection.execute("SELECT value FROM entries WHERE key LIKE 'run:%'")]
     connection.close()
-    return int(count)
+    return sum(1 for value in values if value.startswith("["))
 
 
 WEIGHT_SYNC_SERVER = """\

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from cli_runner import CLEAN, DEMO, WORKER, tiny_project
+from cli_runner import CLEAN, DEMO, PYPROJECT, WORKER, tiny_project
 from fixture_cases import FIXTURES
 
 from cachelint import engine
@@ -99,6 +99,41 @@ def test_an_unchanged_project_still_names_its_sglang_range(project: Path, monkey
     assert sglang_ranges() == ([False], 0)
 
 
+PINS_SGLANG = PYPROJECT.replace('"vllm>=0.18,<=0.33.0"', '"vllm>=0.18,<=0.33.0", "sglang>=0.5.2"')
+PINNED = "pyproject.toml, dependencies"
+ASSUMED = "no SGLang pin found: every known release"
+
+
+def sglang_ranges(project: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[list[str], int]:
+    """Where each project's SGLang range comes from ("" when none is shown), and how many files were read."""
+    monkeypatch.chdir(project)
+    with recording() as stats:
+        analysis = analyze([Path()], Settings(), use_cache=True)
+    return [p.sglang.source if p.sglang else "" for p in analysis.projects], stats.read
+
+
+def test_a_project_that_pins_sglang_is_answered_without_reading_it(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the SGLang range pinned no file is searched for an SGLang import; the files are recorded all
+    the same."""
+    (project / "pyproject.toml").write_text(PINS_SGLANG, encoding="utf-8")
+    assert sglang_ranges(project, monkeypatch) == ([PINNED], 3)
+    assert sglang_ranges(project, monkeypatch) == ([PINNED], 0)
+
+
+def test_unpinned_again_the_sglang_range_shows_as_the_files_say(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run under a pinned range does not record whether a file imports SGLang: the next run under the
+    assumed range reads the files to know, though it finds its findings stored."""
+    (project / "tiny_rl" / "rollout.py").write_text("import sglang\n", encoding="utf-8")
+    assert sglang_ranges(project, monkeypatch) == ([ASSUMED], 4)
+    (project / "pyproject.toml").write_text(PINS_SGLANG, encoding="utf-8")
+    assert sglang_ranges(project, monkeypatch) == ([PINNED], 4)
+    (project / "pyproject.toml").write_text(PYPROJECT, encoding="utf-8")
+    assert sglang_ranges(project, monkeypatch) == ([ASSUMED], 4)
+    assert sglang_ranges(project, monkeypatch) == ([ASSUMED], 0)
+
+
 def run_on(root: Path, target: str, monkeypatch: pytest.MonkeyPatch, **options: object) -> tuple[Analysis, RunStats]:
     monkeypatch.chdir(root)
     with recording() as stats:
@@ -123,6 +158,22 @@ def test_a_run_on_a_changed_file_reads_the_rest_of_the_project_only_where_asked(
     assert [(f.path, f.span.line, f.code) for f in warm.findings] == [("tiny_rl/worker.py", 5, "CL001")]
     assert warm.findings == cold.findings
     assert stats.read == 1
+
+
+def test_runs_on_changed_files_alone_record_the_project_for_the_next(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Pre-commit hands over the changed files and never the whole project: the first such run reads
+    every file and records them as a run of the whole project does, the next reads what changed."""
+    (project / "tiny_rl" / "rollout.py").write_text("import sglang\n", encoding="utf-8")
+    worker = project / "tiny_rl" / "worker.py"
+    seen = []
+    for text in ("\n" + WORKER, "\n\n" + WORKER):
+        worker.write_text(text, encoding="utf-8")
+        analysis, stats = run_on(project, "tiny_rl/worker.py", monkeypatch, use_cache=True)
+        assert [(f.path, f.code) for f in analysis.findings] == [("tiny_rl/worker.py", "CL001")]
+        seen.append((stats.read, [report.sglang is not None for report in analysis.projects]))
+    assert seen == [(4, [True]), (1, [True])]
 
 
 def test_a_file_changed_since_the_last_run_of_the_whole_project_is_read(
