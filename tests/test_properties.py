@@ -220,6 +220,7 @@ def _single_line_statements(text: str) -> set[int]:
 
 
 @pytest.mark.skipif(hypothesmith is None, reason="hypothesmith is not installed")
+@pytest.mark.filterwarnings("ignore::SyntaxWarning")  # hypothesmith compiles the modules it generates (`1()`)
 @settings(PROPERTY_SETTINGS, max_examples=30)  # generating modules is the slow part
 @given(source=hypothesmith.from_grammar() if hypothesmith is not None else st.just(""))
 def test_analysis_never_raises_on_generated_modules(source: str) -> None:
