@@ -771,8 +771,11 @@ class Analyzer:
 
     @functools.cached_property
     def imports_sglang(self) -> bool:
-        """Whether a file of the project imports SGLang (each file's answer is kept in its record)."""
-        return any(self._imports_sglang(loaded) for loaded in self.loaded.values())
+        """Whether a file of the project imports SGLang (each file's answer is kept in its record; a run
+        answered by stored findings takes the records from the cache instead of reading every file)."""
+        files = list(self.loaded.values())
+        self._give_records(files)
+        return any(self._imports_sglang(loaded) for loaded in files)
 
     def _imports_sglang(self, loaded: LoadedFile) -> bool:
         record = loaded.record
@@ -1195,13 +1198,14 @@ class ProjectRun:
         elif self.consulted:
             manifest = self.recorded = self._manifest()
             found = analyzer.project_files()
-            # The targets among the project's files: the files of this run are those of a whole run
-            self.covers_project = {os.path.abspath(path) for path in targets} <= set(map(os.path.abspath, found))
             paths = [*found, *targets]
             if manifest is None:
                 self.project = [analyzer.read(path) for path in paths]
             else:  # the files unchanged since the last run that recorded them are read only if asked for
                 self.project, _ = analyzer.keyed(paths, manifest["files"], target=False)
+            # Nothing else is loaded yet (by absolute path): no entry beyond the project's files means the
+            # targets are among them, and the files of this run are those of a whole run.
+            self.covers_project = len(analyzer.loaded) == len(found)
         self.run_key = analyzer.run_key(self.target_files, self.project, self.ranges, self.named)
 
     def stored(self, progress: Callable[[int, int], None] | None, unread_only: bool = False) -> list[Finding] | None:
@@ -1350,16 +1354,15 @@ def _find(
     progress: Callable[[int, int], None] | None,
 ) -> list[Finding]:
     settings = analyzer.settings
-    index, load_callers = None, None
     with collector_paused():
         analyzer.examine(progress)
         index_files = [loaded for loaded in {id(f): f for f in [*target_files, *project]}.values() if loaded.summary]
-        if index_files:
-            index, load_callers = analyzer.load_on_demand(index_files, project)
+        grown = analyzer.load_on_demand(index_files, project) if index_files else None
         analyzer.check_syntax(named)
     started = time.perf_counter()
     context = None
-    if index is not None and load_callers is not None and any(loaded.summary for loaded in target_files):
+    if grown is not None and any(loaded.summary for loaded in target_files):
+        index, load_callers = grown
         context = _rules_context(analyzer, index, supported)
         if _callers_may_matter(analyzer, context, target_files):
             loading = time.perf_counter()

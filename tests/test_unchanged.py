@@ -164,16 +164,17 @@ def test_runs_on_changed_files_alone_record_the_project_for_the_next(
     project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Pre-commit hands over the changed files and never the whole project: the first such run reads
-    every file and records them as a run of the whole project does, the next reads what changed."""
+    every file and records them as a run of the whole project does, the next reads what changed, and a
+    run on the same text again (answered by the stored findings) reads only its target."""
     (project / "tiny_rl" / "rollout.py").write_text("import sglang\n", encoding="utf-8")
     worker = project / "tiny_rl" / "worker.py"
     seen = []
-    for text in ("\n" + WORKER, "\n\n" + WORKER):
+    for text in ("\n" + WORKER, "\n\n" + WORKER, "\n\n" + WORKER):
         worker.write_text(text, encoding="utf-8")
         analysis, stats = run_on(project, "tiny_rl/worker.py", monkeypatch, use_cache=True)
         assert [(f.path, f.code) for f in analysis.findings] == [("tiny_rl/worker.py", "CL001")]
         seen.append((stats.read, [report.sglang is not None for report in analysis.projects]))
-    assert seen == [(4, [True]), (1, [True])]
+    assert seen == [(4, [True]), (1, [True]), (1, [True])]
 
 
 def test_a_file_changed_since_the_last_run_of_the_whole_project_is_read(
