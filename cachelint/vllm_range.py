@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from packaging.version import Version
+from packaging.version import InvalidVersion, Version
 
 from cachelint.facts import load_facts, load_sglang_facts
 
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 
 class EmptyRangeError(ValueError):
-    """A range that holds no release the facts know: nothing could be checked."""
+    """A range that holds no release the facts know, nor any newer one: nothing could be checked."""
 
 
 @dataclass(frozen=True)
@@ -62,6 +62,7 @@ class SupportedRange:
     pins: tuple[Pin, ...] = ()  # the requirements it was read from
     assumed: bool = False  # nothing said which releases: every known one is assumed
     beyond_known: bool = False  # it allows releases newer than the newest the facts know
+    newer_only: bool = False  # it allows only those: the newest known release stands in for them
     notes: tuple[str, ...] = ()  # what could not be read, for the warnings
     dist: Distribution = VLLM
 
@@ -111,6 +112,8 @@ class SupportedRange:
 
     def summary(self) -> str:
         """The summary line's words: `vLLM 0.18.0-0.33.0 (setup.py, extra "vllm")`, with an en dash."""
+        if self.newer_only:
+            return f"{self.dist.label} {self.label()} (standing in for the newer releases of {self.source})"
         return f"{self.dist.label} {self.label()} ({self.source})"
 
     def to_json(self) -> dict[str, Any]:
@@ -134,9 +137,16 @@ class SupportedRange:
                 f'set the range with `[tool.cachelint] {dist.name} = ">=..."` or `--{dist.name}`'
             ]
         found = list(self.notes)
-        if self.beyond_known:
+        newest = newest_known_release(dist)
+        if self.newer_only:
             found.append(
-                f"the supported range ({self.source}) reaches past {dist.label} {newest_known_release(dist)}, the "
+                f"the supported range ({self.source}) holds only {dist.label} releases newer than {newest}, the "
+                f"newest release cachelint knows: they are checked as {newest}, and findings particular to "
+                "newer releases are not known"
+            )
+        elif self.beyond_known:
+            found.append(
+                f"the supported range ({self.source}) reaches past {dist.label} {newest}, the "
                 "newest release cachelint knows: findings for newer releases are not known"
             )
         return found
@@ -165,7 +175,8 @@ def every_release(project: Path | None = None, notes: Iterable[str] = (), dist: 
 
 def from_specifier(spec: str, source: str, dist: Distribution = VLLM) -> SupportedRange:
     """A range from a specifier such as ">=0.18" or "==0.24.0" (a bare version means ==). Raises
-    ValueError when it is not a specifier, EmptyRangeError when it holds no known release."""
+    ValueError when it is not a specifier, EmptyRangeError when it holds no known release nor a newer
+    one (see `newest_standing_in`)."""
     from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
     text = spec.strip()
@@ -176,9 +187,19 @@ def from_specifier(spec: str, source: str, dist: Distribution = VLLM) -> Support
     except InvalidSpecifier as error:
         raise ValueError(f"invalid {dist.label} version specifier {spec!r}") from error
     releases = _releases([specifier], dist)
+    beyond = _beyond_known(specifier, dist)
+    if not releases and beyond:
+        return newest_standing_in(source, (), dist)
     if not releases:
         raise EmptyRangeError(f"{spec!r} matches no {dist.label} release cachelint knows ({_known_label(dist)})")
-    return SupportedRange(releases, source, beyond_known=_beyond_known(specifier, dist), dist=dist)
+    return SupportedRange(releases, source, beyond_known=beyond, dist=dist)
+
+
+def newest_standing_in(source: str, pins: tuple[Pin, ...], dist: Distribution) -> SupportedRange:
+    """The range of requirements that allow only releases newer than the facts know (a project on a
+    release of the engine newer than this cachelint): checked as the newest known release, the
+    likeliest to behave as they do, with a warning, rather than refused until cachelint is updated."""
+    return SupportedRange((newest_known_release(dist),), source, pins, beyond_known=True, newer_only=True, dist=dist)
 
 
 def _known_label(dist: Distribution) -> str:
@@ -195,10 +216,17 @@ def _releases(specifiers: list[SpecifierSet], dist: Distribution) -> tuple[Versi
 
 def _beyond_known(specifier: SpecifierSet, dist: Distribution) -> bool:
     """Whether `specifier` allows a release newer than the newest known one (the next micro, minor or
-    major release, or a far one: what real specifiers can allow)."""
+    major release, a far one, or a newer one it names: what real specifiers can allow)."""
     newest = newest_known_release(dist)
     major, minor, micro = (*newest.release, 0, 0)[:3]
-    probes = (f"{major}.{minor}.{micro + 1}", f"{major}.{minor + 1}.0", f"{major + 1}.0.0", "9999")
+    probes = [f"{major}.{minor}.{micro + 1}", f"{major}.{minor + 1}.0", f"{major + 1}.0.0", "9999"]
+    for clause in specifier:
+        try:
+            named = Version(clause.version.removesuffix(".*"))
+        except InvalidVersion:  # `===` takes any text
+            continue
+        if named > newest:
+            probes.append(str(named))
     return any(specifier.contains(probe, prereleases=True) for probe in probes)
 
 
@@ -295,8 +323,8 @@ class ProjectRoots:
 
 def read_supported_range(root: Path, dist: Distribution = VLLM) -> SupportedRange:
     """The union of the alternative requirements of `dist` the project at `root` declares, or every
-    release (`assumed`) when it declares none. Raises EmptyRangeError when its pins allow no known
-    release."""
+    release (`assumed`) when it declares none; the newest known release when they allow only newer
+    ones (`newest_standing_in`). Raises EmptyRangeError when they allow no release, known or newer."""
     from cachelint.pins import read_declared  # only when no `vllm` setting spares reading the pins
 
     declared = read_declared(root, dist.name)
@@ -318,6 +346,8 @@ def read_supported_range(root: Path, dist: Distribution = VLLM) -> SupportedRang
             allowed |= releases
             contributing.append(alternative)
     pins = tuple(dict.fromkeys(pin for alternative in declared.alternatives for pin in alternative))
+    if not allowed and beyond:
+        return newest_standing_in(describe_pins(pins), pins, dist)
     if not allowed:
         written = ", ".join(f"`{pin.requirement}`" for pin in pins)
         raise EmptyRangeError(

@@ -227,8 +227,8 @@ def test_the_summary_names_the_range_of_a_pinned_project(tmp_path: Path) -> None
     [
         (
             "cachelint.toml",
-            'vllm = ">=99"\n',
-            "{root}/cachelint.toml: `vllm` = '>=99' matches no vLLM release cachelint knows ({known})",
+            'vllm = "<0.5"\n',
+            "{root}/cachelint.toml: `vllm` = '<0.5' matches no vLLM release cachelint knows ({known})",
         ),
         (
             "cachelint.toml",
@@ -237,12 +237,12 @@ def test_the_summary_names_the_range_of_a_pinned_project(tmp_path: Path) -> None
         ),
         (
             "pyproject.toml",
-            '[project]\nname = "p"\ndependencies = ["vllm>=99"]\n',
-            "pyproject.toml, dependencies: the vLLM pins (`vllm>=99`) match no release cachelint knows ({known}); "
+            '[project]\nname = "p"\ndependencies = ["vllm<0.5"]\n',
+            "pyproject.toml, dependencies: the vLLM pins (`vllm<0.5`) match no release cachelint knows ({known}); "
             'set the range with `[tool.cachelint] vllm = ">=..."` or `--vllm`',
         ),
     ],
-    ids=["setting past the facts", "contradictory setting", "pins past the facts"],
+    ids=["setting before the facts", "contradictory setting", "pins before the facts"],
 )
 def test_an_empty_range_is_an_error(tmp_path: Path, where: str, content: str, message: str) -> None:
     root = write_tree(tmp_path / "p", {where: content, "a.py": "import vllm\nvllm.LLM().reset_prefix_cache()\n"})
@@ -253,12 +253,36 @@ def test_an_empty_range_is_an_error(tmp_path: Path, where: str, content: str, me
         assert result.stderr_lines == ["cachelint: error: " + message.format(root=root, known=known)]
 
 
+def test_a_project_on_a_vllm_newer_than_the_facts_is_checked_as_the_newest_known(tmp_path: Path) -> None:
+    """The day vLLM ships a release, a project that moves to it is still checked (as the newest
+    release cachelint knows, with a warning), by its pins, a setting or the flag; not refused."""
+    newest = newest_known_release()
+    newer = f"{newest.major}.{newest.minor + 1}.0"
+    project = tiny_project(tmp_path / "tiny", pyproject=f'[project]\nname = "tiny"\ndependencies = ["vllm=={newer}"]\n')
+    warning = (
+        "cachelint: warning: the supported range ({source}) holds only vLLM releases newer than {newest}, the "
+        "newest release cachelint knows: they are checked as {newest}, and findings particular to newer "
+        "releases are not known"
+    )
+    for args, source in (
+        ([], "pyproject.toml, dependencies"),
+        (["--vllm", f">={newer}"], f'--vllm ">={newer}"'),
+    ):
+        result = check("--output-format", "concise", *args, cwd=project)
+        assert result.code == 1
+        assert "tiny_rl/worker.py:4:" in result.stdout
+        assert result.stdout.endswith(f"Checked for vLLM {newest} (standing in for the newer releases of {source}).\n")
+        assert result.stderr_lines == [warning.format(source=source, newest=newest)]
+    shown = json.loads(check("--show-settings", cwd=project).stdout)["supported-vllm"]
+    assert (shown["range"], shown["source"]) == (str(newest), "pyproject.toml, dependencies")
+
+
 def test_an_empty_range_from_the_flag_is_an_error(tmp_path: Path) -> None:
     project = tiny_project(tmp_path / "tiny")
-    result = check("--vllm", ">=99", cwd=project)
+    result = check("--vllm", "<0.5", cwd=project)
     assert (result.code, result.stdout) == (2, "")
     assert result.stderr_lines == [
-        f"cachelint: error: --vllm: '>=99' matches no vLLM release cachelint knows (0.6.0\N{EN DASH}"
+        f"cachelint: error: --vllm: '<0.5' matches no vLLM release cachelint knows (0.6.0\N{EN DASH}"
         f"{newest_known_release()})"
     ]
 

@@ -339,20 +339,68 @@ def test_include_cycles_end(tmp_path: Path) -> None:
 # ---------------------------------------------------------------- empty and open ranges
 
 
-@pytest.mark.parametrize("spec", [">=99", ">=0.20,<0.10"])
+@pytest.mark.parametrize("spec", ["<0.5", ">=0.20,<0.10"])
 def test_an_empty_setting_is_an_error(spec: str) -> None:
     with pytest.raises(EmptyRangeError, match=f"{spec!r} matches no vLLM release cachelint knows"):
         from_specifier(spec, "cli")
 
 
 def test_pins_that_allow_no_known_release_are_an_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    write_tree(tmp_path, {"pyproject.toml": '[project]\nname = "x"\ndependencies = ["vllm>=99"]\n'})
+    write_tree(tmp_path, {"pyproject.toml": '[project]\nname = "x"\ndependencies = ["vllm<0.5"]\n'})
     monkeypatch.chdir(tmp_path)
     with pytest.raises(EmptyRangeError) as raised:
         read_supported_range(tmp_path)
     assert str(raised.value).startswith(
-        "pyproject.toml, dependencies: the vLLM pins (`vllm>=99`) match no release cachelint knows"
+        "pyproject.toml, dependencies: the vLLM pins (`vllm<0.5`) match no release cachelint knows"
     )
+
+
+def _after_newest(micro: int = 0, minor: int = 0) -> str:
+    """A release newer than the newest the facts know (the next micro or minor one)."""
+    newest = Version(NEWEST)
+    if minor:
+        return f"{newest.major}.{newest.minor + minor}.0"
+    return f"{newest.major}.{newest.minor}.{newest.micro + micro}"
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        ">=99",
+        f"=={_after_newest(minor=1)}",
+        f"=={_after_newest(micro=5)}",
+        f">{NEWEST}",
+        f"=={_after_newest(minor=1)[:-2]}.*",
+    ],
+)
+def test_a_setting_that_allows_only_newer_releases_is_checked_as_the_newest_known(spec: str) -> None:
+    """A project on a vLLM released after this cachelint is checked, not refused: as the newest release
+    the facts know, with a warning that says so."""
+    supported = from_specifier(spec, f"--vllm {spec}")
+    assert supported.releases == (Version(NEWEST),)
+    assert supported.newer_only
+    assert supported.warnings(Path()) == [
+        f"the supported range (--vllm {spec}) holds only vLLM releases newer than {NEWEST}, the newest release "
+        f"cachelint knows: they are checked as {NEWEST}, and findings particular to newer releases are not known"
+    ]
+    assert supported.summary() == f"vLLM {NEWEST} (standing in for the newer releases of --vllm {spec})"
+
+
+def test_pins_that_allow_only_newer_releases_are_checked_as_the_newest_known(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pin = f"vllm=={_after_newest(minor=1)}"
+    write_tree(tmp_path, {"pyproject.toml": f'[project]\nname = "x"\ndependencies = ["{pin}"]\n'})
+    monkeypatch.chdir(tmp_path)
+    supported = read_supported_range(tmp_path)
+    assert (supported.releases, supported.newer_only) == ((Version(NEWEST),), True)
+    assert [pin.requirement for pin in supported.pins] == [pin]
+    assert supported.summary() == f"vLLM {NEWEST} (standing in for the newer releases of pyproject.toml, dependencies)"
+
+
+def test_a_range_that_holds_known_releases_is_not_a_stand_in() -> None:
+    supported = from_specifier(f">={NEWEST}", "cli")
+    assert (supported.releases, supported.beyond_known, supported.newer_only) == ((Version(NEWEST),), True, False)
 
 
 @pytest.mark.parametrize(
