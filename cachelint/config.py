@@ -241,7 +241,7 @@ def settings_from_table(table: Mapping[str, Any], origin: str, base: Settings | 
 
 
 def _check_range(values: dict[str, Any], key: str, origin: str) -> None:
-    """A `vllm` / `sglang` range must be a specifier that holds a known release."""
+    """A `vllm` / `sglang` range must be a specifier that holds a known release or a newer one."""
     from cachelint.vllm_range import SGLANG, VLLM, EmptyRangeError, from_specifier
 
     try:

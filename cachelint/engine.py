@@ -863,8 +863,8 @@ def resolve_range(settings: Settings, root: Path) -> SupportedRange:
 
 
 def resolve_sglang_range(settings: Settings, root: Path) -> SupportedRange:
-    """The supported SGLang range of the project at `root`. Pins that match no SGLang release the facts
-    know give a range without releases (the SGLang rules that depend on releases then stay silent, and
+    """The supported SGLang range of the project at `root`. Pins that allow no SGLang release, known or
+    newer, give a range without releases (the SGLang rules that depend on releases then stay silent, and
     a warning says why) rather than an error: a project's vLLM checks must not fail on its SGLang pins.
     An empty `sglang` setting was refused when the configuration was read."""
     folder = root.parent if root.is_file() else root
