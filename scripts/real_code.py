@@ -121,6 +121,7 @@ CORPUS = (
     Dist("skyrl", "0.4.0"),
     Dist("openpipe-art", "0.5.10"),
     Dist("openpipe-art", "0.5.18"),
+    Dist("ms-swift", "4.6.0"),
     Dist("oat-llm", "0.2.4", python="3.10"),
     Dist("unsloth", "2025.12.1"),
     Dist("unsloth-zoo", "2026.10.9"),

@@ -46,3 +46,21 @@ def test_demo_has_every_bug_class() -> None:
     found = run_case(demo)
     assert found == expected
     assert {code for _, _, code in found} >= {"CL001", "CL002", "CL003", "CL004"}
+
+
+def _cl003(name: str) -> list:
+    analysis = analyze_case(Case("CL003", FIXTURES / "CL003" / name))
+    return [finding for finding in analysis.findings if finding.code == "CL003"]
+
+
+def test_a_reset_reached_by_two_updates_misses_what_either_misses() -> None:
+    (finding,) = _cl003("two_updates_reach_one_reset.py")
+    assert finding.message.startswith("update_weights (two_updates_reach_one_reset.py:30) -> _after_update")
+    assert "the multimodal and encoder caches keep features" in finding.message
+    assert "reset_mm_cache()" in finding.help and "reset_encoder_cache()" in finding.help
+
+
+def test_the_message_names_the_caches_the_update_does_reset() -> None:
+    (finding,) = _cl003("encoder_reset_without_mm_reset.py")
+    assert "resets the prefix and encoder caches but not the multimodal cache, which keeps" in finding.message
+    assert finding.fix is not None and finding.fix.message == "Reset the multimodal cache after the prefix cache"

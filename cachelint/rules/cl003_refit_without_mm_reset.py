@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from packaging.version import Version
 
@@ -22,6 +22,7 @@ from cachelint.rules.events import (
     receiver_of,
     route,
     route_since,
+    runs_like,
     style_call,
     vllm_note,
 )
@@ -40,6 +41,7 @@ class StalePrefixReset:
     event: ResetEvent
     missing: tuple[str, ...]
     note: str  # why the reset is taken for vLLM's
+    also_reset: tuple[str, ...] = ()  # the other caches the path resets at engine level
 
 
 class RefitWithoutMmReset(Rule):
@@ -77,15 +79,18 @@ def stale_prefix_resets(context: Context) -> list[StalePrefixReset]:
 
 
 def _find(context: Context) -> Iterator[StalePrefixReset]:
-    """Each flagged prefix reset once, with the shortest chain from any root that reaches it."""
-    shortest: dict[tuple[str, int, int], StalePrefixReset] = {}
+    """Each flagged prefix reset once: missing the caches that any path reaching it misses, with the chain
+    of a path that misses the most of them (the shortest such chain)."""
+    found: dict[tuple[str, int, int], list[StalePrefixReset]] = {}
     for root in context.project.refit_roots(context.settings.all_refit_functions):
         for stale in _check_root(root, context):
             key = (stale.reached.ref.file.path, stale.event.span.line, stale.event.span.col)
-            known = shortest.get(key)
-            if known is None or len(stale.reached.path) < len(known.reached.path):
-                shortest[key] = stale
-    yield from shortest.values()
+            found.setdefault(key, []).append(stale)
+    for paths in found.values():
+        missing = tuple(cache for cache in METHODS if any(cache in stale.missing for stale in paths))
+        shown = min(paths, key=lambda stale: (-len(stale.missing), len(stale.reached.path)))
+        also_reset = tuple(cache for cache in shown.also_reset if cache not in missing)
+        yield replace(shown, missing=missing, also_reset=also_reset)
 
 
 def _check_root(root: FunctionRef, context: Context) -> Iterator[StalePrefixReset]:
@@ -131,18 +136,20 @@ def _check_root(root: FunctionRef, context: Context) -> Iterator[StalePrefixRese
         return release >= clears_from or any(event.method == "pause_generation" for event in pauses)
 
     missing = []
+    also_reset = []
     for cache, method, since in (
         ("multimodal", "reset_mm_cache", MM_RESET_SINCE),
         ("encoder", "reset_encoder_cache", ENCODER_RESET_SINCE),
     ):
         if _resets(events, method, context):
+            also_reset.append(cache)
             continue
         if any(release >= since and not cleared_implicitly(release) for release in context.supported.releases):
             missing.append(cache)
     if not missing:
         return
     for reached, event, note in prefix:
-        yield StalePrefixReset(reached, event, tuple(missing), note)
+        yield StalePrefixReset(reached, event, tuple(missing), note, tuple(also_reset))
 
 
 CLIENT_NOTE = "receiver: an HTTP client of vLLM's server"
@@ -167,6 +174,12 @@ def _resets(events: list[tuple[Reached, ResetEvent, str]], method: str, context:
 
 def _message(stale: StalePrefixReset) -> str:
     caches = " and ".join(stale.missing)
+    if stale.also_reset:
+        reset = " and ".join(("prefix", *stale.also_reset))
+        return (
+            f"{stale.reached.describe_path()} resets the {reset} caches but not the {caches} cache, which keeps "
+            "features computed with the old weights after every weight update"
+        )
     plural = "caches keep" if len(stale.missing) > 1 else "cache keeps"
     return (
         f"{stale.reached.describe_path()} resets the prefix cache only: the {caches} {plural} features "
@@ -250,7 +263,10 @@ def _fix(file: FileSummary, stale: StalePrefixReset, context: Context) -> Fix:
         return Fix(help_text, Applicability.DISPLAY)
     if awaits(event) and not event.awaited:
         return Fix(f"{help_text}, once the stored coroutine has been awaited", Applicability.DISPLAY)
+    if not runs_like(event):
+        return Fix(f"{help_text}, each run the way the prefix reset's result is", Applicability.DISPLAY)
     statements = [engine_reset_statement(event, METHODS[cache], context) for cache in stale.missing]
     change = insert_after(file.path, event.anchor, statements)
     caches = " and ".join(stale.missing)
-    return Fix(f"Reset the {caches} caches after the prefix cache", Applicability.UNSAFE, changes=(change,))
+    noun = "caches" if len(stale.missing) > 1 else "cache"
+    return Fix(f"Reset the {caches} {noun} after the prefix cache", Applicability.UNSAFE, changes=(change,))

@@ -14,6 +14,7 @@ from cachelint.rules.events import (
     engine_reset_call,
     engine_reset_statement,
     is_engine_level,
+    runs_like,
     vllm_note,
 )
 from cachelint.rules.insertions import insert_after, insertable_after
@@ -192,6 +193,8 @@ def _help(event: ResetEvent, context: Context) -> str:
 def _fix(file: FileSummary, event: ResetEvent, context: Context) -> Fix:
     if event.via not in ("direct", "alias") or not insertable_after(event.anchor):
         return Fix(_help(event, context), Applicability.DISPLAY)
+    if not runs_like(event):
+        return Fix(f"{_help(event, context)}, run the way the pause's result is", Applicability.DISPLAY)
     statement = engine_reset_statement(event, "reset_mm_cache", context)
     change = insert_after(file.path, event.anchor, [statement])
     return Fix(f"Call `{statement.code}` right after the pause", Applicability.UNSAFE, changes=(change,))

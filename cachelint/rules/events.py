@@ -100,6 +100,19 @@ def awaits(event: ResetEvent) -> bool:
     return event.awaited or (event.in_async and assumed_class(event) is EngineClass.ASYNC_LLM)
 
 
+def handed_on(event: ResetEvent) -> bool:
+    """Whether the call's result, a coroutine unless the receiver is known to be a sync engine, is handed
+    to another call (`loop.run_until_complete(engine.reset_prefix_cache())`): a call added next to it must
+    be run the same way."""
+    return event.passed_on and not event.awaited and event.receiver_class in ("", EngineClass.ASYNC_LLM.value)
+
+
+def runs_like(event: ResetEvent) -> bool:
+    """Whether `engine_reset_call` can write a call that runs as the event's call does: it is not handed
+    on, or handed alone to a call that is a statement of its own (the call is then handed to it too)."""
+    return not handed_on(event) or bool(event.runner)
+
+
 def engine_reset_call(event: ResetEvent, method: str, context: Context) -> tuple[str, str, bool]:
     """The engine-level `method` on the event's receiver, in its style: (receiver, call, whether it needs
     a `hasattr` guard: some supported release on which the event's own call runs lacks it).
@@ -111,7 +124,10 @@ def engine_reset_call(event: ResetEvent, method: str, context: Context) -> tuple
     llm_since = facts.first_release(method, EngineClass.LLM)
     if cls is EngineClass.LLM and (llm_since is None or context.supported.includes_before(llm_since)):
         receiver, cls = f"{receiver}.llm_engine", EngineClass.LLM_ENGINE
-    call = f"{'await ' if awaits(event) else ''}{receiver}.{method}()"
+    if handed_on(event) and event.runner:
+        call = f"{event.runner}({receiver}.{method}())"
+    else:
+        call = f"{'await ' if awaits(event) else ''}{receiver}.{method}()"
     runs_from = facts.first_release(event.method, assumed_class(event))
     releases = [r for r in context.supported.releases if runs_from is None or r >= runs_from]
     first = facts.first_release(method, cls)

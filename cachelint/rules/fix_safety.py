@@ -35,7 +35,7 @@ VLLM_METHODS = frozenset(
     {"reset_prefix_cache", "reset_mm_cache", "reset_encoder_cache", "pause_generation", "sleep", "wake_up"}
 )
 CHECKED_METHODS = VLLM_METHODS | SGLANG_METHODS
-_HELP_CALL = re.compile(r"`(?:await )?([\w.()]+)\.(\w+)\(")
+_CODE = re.compile(r"`([^`]+)`")
 
 
 @dataclass(frozen=True)
@@ -280,8 +280,9 @@ def _help_problems(finding: Finding, fix: Fix) -> list[str]:
         for call in inserted_calls(change):
             inserted.setdefault(call.method, set()).add(call.receiver)
     named: dict[str, set[str]] = {}
-    for receiver, method in _HELP_CALL.findall(finding.help):
-        named.setdefault(method, set()).add(receiver)
+    for code in _CODE.findall(finding.help):
+        for call in _calls(_parse(code)):
+            named.setdefault(call.method, set()).add(call.receiver)
     problems = []
     for method, receivers in named.items():
         if method in inserted and not receivers & inserted[method]:

@@ -264,6 +264,8 @@ class Calls(Compat):
             hasattr_guarded=hasattr_guarded,
             consumed=awaited or id(node) in self.consumed,
             result_ignored=isinstance(statement, ast.Expr) and unawaited(statement.value) is node,
+            passed_on=statement is not None and _passed_on(node, statement),
+            runner=self._runner(node, statement),
             keyword_spans={k.arg: self.source.span(k) for k in node.keywords if k.arg is not None},
             compat_guards=self.compat_guards(),
         )
@@ -279,6 +281,27 @@ class Calls(Compat):
             targets = statement.targets
             if len(targets) == 1 and isinstance(targets[0], ast.Name):
                 self.frame.stored_calls.setdefault(targets[0].id, []).append(event)
+
+    def _runner(self, node: ast.Call, statement: ast.stmt | None) -> str:
+        """The callee of the statement `runner(<node>)`, or ""."""
+        if not isinstance(statement, ast.Expr) or not isinstance(statement.value, ast.Call):
+            return ""
+        outer = statement.value
+        if len(outer.args) != 1 or outer.args[0] is not node or outer.keywords:
+            return ""
+        if not isinstance(outer.func, (ast.Name, ast.Attribute)):
+            return ""
+        return self.source.segment(outer.func)
+
+
+def _passed_on(node: ast.Call, statement: ast.stmt) -> bool:
+    """Whether the call is in an argument of another call of the statement."""
+    for outer in ast.walk(statement):
+        if isinstance(outer, ast.Call) and outer is not node:
+            arguments = [*outer.args, *(keyword.value for keyword in outer.keywords)]
+            if any(inner is node for argument in arguments for inner in ast.walk(argument)):
+                return True
+    return False
 
 
 def sglang_route(node: ast.expr) -> str:

@@ -116,6 +116,8 @@ class ResetEvent:
     hasattr_guarded: bool = False
     consumed: bool = False  # awaited (now or later), gathered or scheduled
     result_ignored: bool = False  # the call (or its await) is a statement of its own
+    passed_on: bool = False  # its result is handed to another call (`loop.run_until_complete(<call>)`)
+    runner: str = ""  # the callee of a statement `runner(<call>)`, the call its only argument
     keyword_spans: dict[str, Span] = field(default_factory=dict)  # `name=value` of each keyword
     compat_guards: list[str] = field(default_factory=list)  # see _Summarizer.compat_guards
 
