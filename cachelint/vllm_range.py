@@ -403,8 +403,9 @@ def resolve_range(spec: str | None, origin: str | None, root: Path, dist: Distri
 
 def vendored_range(root: Path) -> SupportedRange | None:
     """The release of the vLLM package vendored at `root` (`root/vllm`), when it says one the facts
-    know; None without such a package or when it says no release. A release the facts do not know
-    leaves the range to the pins, with a note that says so."""
+    know; the newest known release standing in for a newer one; None without such a package or when it
+    says no release. An older release the facts do not know leaves the range to the pins, with a note
+    that says so."""
     from cachelint.vendored import vendored_vllm_version
 
     found = vendored_vllm_version(root)
@@ -412,8 +413,11 @@ def vendored_range(root: Path) -> SupportedRange | None:
         return None
     version, file = found
     release = Version(version.base_version)
+    source = f"{shown_path(file)}, the vendored vLLM"
     if release in known_releases():
-        return SupportedRange((release,), f"{shown_path(file)}, the vendored vLLM")
+        return SupportedRange((release,), source)
+    if release > newest_known_release():
+        return newest_standing_in(f"{source} {version}", (), VLLM)
     pinned = read_supported_range(root)
     note = f"{shown_path(file)}: the vendored vLLM says {version}, a release cachelint does not know: the pins decide"
     return dataclasses.replace(pinned, notes=(*pinned.notes, note))

@@ -12,6 +12,7 @@ from cli_runner import REPO, check, write_tree
 from packaging.version import Version
 
 from cachelint.vendored import inside_engine_source, vendored_vllm_version
+from cachelint.vllm_range import known_releases
 
 FIXTURE = REPO / "fixtures" / "CL003" / "vendored_vllm"
 # The vendored copy's worker resets only the workers' encoder cache: CL001 when it is checked as code.
@@ -74,13 +75,31 @@ def test_the_vendored_release_is_the_supported_range(tree: Path, without_copy: P
     assert "Checked for vLLM 0.22.0" in flag.stdout and '(--vllm ">=0.22")' in flag.stdout
 
 
-def test_a_vendored_release_cachelint_does_not_know_leaves_the_range_to_the_pins(tree: Path) -> None:
-    (tree / "vllm" / "_version.py").write_text("__version__ = '99.0.0'\n", encoding="utf-8")
+def test_a_vendored_release_older_than_cachelint_knows_leaves_the_range_to_the_pins(tree: Path) -> None:
+    (tree / "vllm" / "_version.py").write_text("__version__ = '0.5.4'\n", encoding="utf-8")
     result = check("--no-cache", "--output-format", "concise", cwd=tree)
     assert "Checked for vLLM 0.22.0\N{EN DASH}0.29.0 (pyproject.toml, dependencies).\n" in result.stdout
     assert (
-        "cachelint: warning: vllm/_version.py: the vendored vLLM says 99.0.0, a release cachelint does not know: "
+        "cachelint: warning: vllm/_version.py: the vendored vLLM says 0.5.4, a release cachelint does not know: "
         "the pins decide"
+    ) in result.stderr_lines
+
+
+def test_a_vendored_release_newer_than_cachelint_knows_is_checked_as_the_newest_known(
+    tree: Path, without_copy: Path
+) -> None:
+    newest = known_releases()[-1]
+    newer = f"{newest.major}.{newest.minor + 1}.0.dev12+g0123abc"
+    (tree / "vllm" / "_version.py").write_text(f"__version__ = '{newer}'\n", encoding="utf-8")
+    result = check("--no-cache", "--output-format", "concise", cwd=tree)
+    pinned = check("--no-cache", "--output-format", "concise", "--vllm", f"=={newest}", cwd=without_copy)
+    assert findings(result.stdout) == findings(pinned.stdout) != []
+    source = f"vllm/_version.py, the vendored vLLM {newer}"
+    assert f"Checked for vLLM {newest} (standing in for the newer releases of {source}).\n" in result.stdout
+    assert (
+        f"cachelint: warning: the supported range ({source}) holds only vLLM releases newer than {newest}, the "
+        f"newest release cachelint knows: they are checked as {newest}, and findings particular to newer releases "
+        "are not known"
     ) in result.stderr_lines
 
 

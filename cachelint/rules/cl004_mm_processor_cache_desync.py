@@ -80,7 +80,8 @@ class MmProcessorCacheDesync(Rule):
     def _dropped_workarounds(
         self, file: FileSummary, context: Context, workarounds: list[tuple[FileSummary, Workaround]]
     ) -> Iterator[Finding]:
-        """A subclass override of the method holding the workaround that does not call super()."""
+        """A subclass override of the method holding the workaround that neither calls super() nor disables
+        the processor cache itself."""
         for _, workaround in workarounds:
             if not workaround.cls:
                 continue
@@ -89,7 +90,9 @@ class MmProcessorCacheDesync(Rule):
                 if sub_file.path != file.path:
                     continue
                 override = file.function(f"{sub.name}.{method}")
-                if override is not None and method not in override.super_calls:
+                if override is None or method in override.super_calls:
+                    continue
+                if not any(own.function == override.qualname for own in file.workarounds):
                     yield self.finding(
                         file,
                         override.span,
