@@ -123,6 +123,7 @@ CORPUS = (
     Dist("openpipe-art", "0.5.18"),
     Dist("ms-swift", "4.6.0"),
     Dist("cosmos-rl", "0.4.7"),
+    Dist("atroposlib", "0.4.0"),
     Dist("oat-llm", "0.2.4", python="3.10"),
     Dist("unsloth", "2025.12.1"),
     Dist("unsloth-zoo", "2026.10.9"),

@@ -121,3 +121,22 @@ def test_summary_records_receivers_gates_and_calls() -> None:
     assert (event.span.line, event.span.col) == (10, 19)
     remote = [call for call in clear.calls if call.via == "remote"]
     assert [(call.name, call.chain) for call in remote] == [("clear_kv_cache", ["self", "handle"])]
+
+
+def test_a_route_the_project_serves_is_not_a_request_to_it() -> None:
+    text = (
+        "from fastapi import FastAPI\n"
+        "app = FastAPI()\n"
+        "@app.post('/bridge/pause')\n"
+        "async def pause():\n"
+        "    return {}\n"
+        "def build(app, client, url):\n"
+        "    app.add_api_route('/reset_prefix_cache', pause, methods=['POST'])\n"
+        "    client.post(f'{url}/pause')\n"
+    )
+    summary = summarize("server.py", text, ast.parse(text))
+    assert [event.method for function in summary.functions for event in function.resets] == ["pause_generation"]
+    build = summary.function("build")
+    assert build is not None and [(event.method, event.via, event.span.line) for event in build.resets] == [
+        ("pause_generation", "http", 8)
+    ]

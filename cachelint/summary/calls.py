@@ -31,6 +31,9 @@ SGLANG_ROUTE = re.compile(r"/(" + "|".join(sorted(SGLANG_METHODS)) + r"|pause_ge
 
 # The nodes a string can be written as (nodes.string_parts); no other argument names a route.
 _STRING_NODES = (ast.Constant, ast.JoinedStr, ast.BinOp)
+# Calls that register a route of a server the project runs (`app.add_api_route("/pause", pause)`); a
+# decorator call (`@app.post("/pause")`) does too. Neither sends a request.
+_ROUTE_REGISTRATIONS = frozenset({"add_api_route", "add_route", "add_url_rule", "api_route", "route"})
 # Words one of which a file's text must hold for a string in it to name a cache route, or for a call in
 # it to be an SGLang event (whose request fields are then read from the requests built before it).
 _ROUTE_WORDS = (
@@ -139,6 +142,8 @@ class Calls(Compat):
 
     def _note_http_route(self, node: ast.Call) -> None:
         """A call given the URL of a cache route, as a literal or a local it was assigned to."""
+        if id(node) in self.decorators or last_name(node.func) in _ROUTE_REGISTRATIONS:
+            return
         for arg in (*node.args, *(keyword.value for keyword in node.keywords)):
             if isinstance(arg, ast.Name):
                 method = self.frame.routes.get(arg.id, "")

@@ -125,6 +125,7 @@ class Walker(ast.NodeVisitor):
         self.handlers: dict[type[ast.AST], Callable[[Any, Any], Any] | None] = {}
         self.node_fields: dict[type[ast.AST], tuple[str, ...]] = {}
         self.elifs: set[int] = set()  # `if` nodes spelled `elif`
+        self.decorators: set[int] = set()
         self.imports_vllm = False
         self.imports_other = False
         self.imports_sglang = False
@@ -201,9 +202,13 @@ class Walker(ast.NodeVisitor):
 
     # -- classes and functions -----------------------------------------------------------------------
 
-    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+    def visit_decorators(self, node: ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         for decorator in node.decorator_list:
+            self.decorators.add(id(decorator))
             self.visit(decorator)
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        self.visit_decorators(node)
         bases = [self.receiver_text(base) for base in node.bases]
         summary = ClassSummary(node.name, bases, self.source.name_span(node), "", False)
         self.summary.classes.append(summary)
@@ -213,8 +218,7 @@ class Walker(ast.NodeVisitor):
         self.classes.pop()
 
     def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
-        for decorator in node.decorator_list:
-            self.visit(decorator)
+        self.visit_decorators(node)
         outer = self.frame.function
         in_class = bool(self.classes) and (outer.qualname == "<module>" or outer.cls != self.classes[-1].name)
         cls = self.classes[-1].name if in_class else ""
