@@ -18,6 +18,7 @@ from cachelint.summary import FileSummary
 from cachelint.summary.walk import summarize
 
 MIXED = FIXTURES / "CL004" / "text_only_client_beside_multimodal"
+SERVED_ROUTE = FIXTURES / "CL004" / "served_route_reads_text"
 
 
 def requests_of(source: str) -> list[tuple[str, str, bool]]:
@@ -152,6 +153,31 @@ def requests_of(source: str) -> list[tuple[str, str, bool]]:
             """,
             [("<module>", "/v1/chat/completions", True)],
         ),
+        (  # a route whose handler shows its request: only that request counts
+            """
+            @app.post("/generate")
+            async def generate(request: Request):
+                return await _generate(await request.json())
+
+            async def _generate(request_dict):
+                prompt = request_dict.pop("prompt")
+                return engine.generate(prompt, SamplingParams(**request_dict), request_dict.get("id"))
+
+            async def complete(request):
+                return await engine.generate(request.get("prompt_token_ids"), params)
+
+            app.add_api_route("/v1/completions", complete, methods=["POST"])
+            """,
+            [("_generate", "generate", False), ("complete", "generate", False)],
+        ),
+        (  # ... read from a field that may hold media, it is forwarded
+            """
+            async def _generate(request_dict):
+                inputs = request_dict.pop("inputs")
+                return engine.generate(inputs, params)
+            """,
+            [("_generate", "generate", True)],
+        ),
         (  # a route named in a label or a message is no request
             """
             async def turn(self, payload):
@@ -173,6 +199,8 @@ def requests_of(source: str) -> list[tuple[str, str, bool]]:
         "split-body",
         "closure-and-lambda",
         "served-route",
+        "served-route-handled-here",
+        "text-field-popped",
         "label",
     ],
 )
@@ -243,6 +271,30 @@ def test_evidence_in_the_folder_keeps_a_client_that_sends_nothing_flagged(tmp_pa
     shutil.copytree(MIXED, project, ignore=shutil.ignore_patterns("*.fixed"))
     write_tree(project, {"mixed_rl/async_rl/limits.py": 'LIMITS = {"limit_mm_per_prompt": {"image": 1}}\n'})
     assert ("mixed_rl/async_rl/client.py", "CL004") in flagged(project)
+
+
+@pytest.mark.parametrize(
+    ("handler", "old", "new"),
+    [
+        ("reads a field that may hold media", 'pop("prompt")', 'pop("inputs")'),
+        (
+            "leaves the request to code it does not show",
+            "return await _generate(request_dict)",
+            "return await handle(request)",
+        ),
+    ],
+)
+def test_a_served_route_keeps_the_pause_flagged_when_its_handler(
+    tmp_path: Path, handler: str, old: str, new: str
+) -> None:
+    project = tmp_path / "bridge"
+    shutil.copytree(SERVED_ROUTE, project)
+    assert flagged(project) == []
+    server = project / "bridge_rl" / "server.py"
+    source = server.read_text(encoding="utf-8")
+    assert old in source
+    server.write_text(source.replace(old, new), encoding="utf-8")
+    assert flagged(project) == [("bridge_rl/server.py", "CL004")], handler
 
 
 HELPER_PROJECT = {

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, ClassVar
 from cachelint.facts import Facts, load_sglang_facts
 from cachelint.finding import ChainStep, Finding, Fix, Span
 from cachelint.multimodal import nearest
+from cachelint.overridden import never_runs
 from cachelint.text_only import sends_only_text
 
 if TYPE_CHECKING:
@@ -87,11 +88,20 @@ class Context:
         return (nearest(evidence, file.path).note,)
 
 
-def multimodal_only(findings: Iterable[Finding], file: FileSummary, context: Context) -> Iterator[Finding]:
-    """The findings of a multimodal rule (CL003, CL004) in `file`, each with the note that says where
-    the project sends multimodal input; none when the project is not checked for it, nor those whose
-    code sends its engine only text."""
+def where_run(findings: Iterable[Finding], file: FileSummary, context: Context) -> Iterator[Finding]:
+    """The findings of a refit-path rule in `file` but those in a method no object runs (a method of
+    a class never built that every subclass overrides: cachelint.overridden)."""
     for finding in findings:
+        function = file.function(finding.function) if finding.function else None
+        if function is None or not never_runs(context.project, file, function, context.summaries_where):
+            yield finding
+
+
+def multimodal_only(findings: Iterable[Finding], file: FileSummary, context: Context) -> Iterator[Finding]:
+    """The findings of a multimodal rule (CL003, CL004) in `file` that some object runs, each with the
+    note that says where the project sends multimodal input; none when the project is not checked for
+    it, nor those whose code sends its engine only text."""
+    for finding in where_run(findings, file, context):
         notes = context.multimodal_notes(file, finding)
         if notes is not None:
             yield dataclasses.replace(finding, notes=(*finding.notes, *notes))

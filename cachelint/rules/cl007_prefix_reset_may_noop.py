@@ -11,7 +11,7 @@ from packaging.version import Version
 from cachelint.facts import EngineClass
 from cachelint.finding import AddKeyword, Applicability, Finding, Fix, Span
 from cachelint.project import FunctionRef, ProjectIndex, Reached
-from cachelint.rules.base import Context, Rule, RuleInfo
+from cachelint.rules.base import Context, Rule, RuleInfo, where_run
 from cachelint.rules.events import gates_allow
 from cachelint.summary import CallSite, FileSummary, ResetEvent
 
@@ -44,6 +44,9 @@ class PrefixResetMayNoop(Rule):
     )
 
     def check(self, file: FileSummary, context: Context) -> Iterator[Finding]:
+        return where_run(self._findings(file, context), file, context)
+
+    def _findings(self, file: FileSummary, context: Context) -> Iterator[Finding]:
         for risk in noop_risks(context):
             if risk.reached.ref.file.path != file.path:
                 continue

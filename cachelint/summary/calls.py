@@ -140,9 +140,13 @@ class Calls(Compat):
         ):
             self.frame.function.super_calls.append(func.attr)
 
+    def registers_route(self, node: ast.Call) -> bool:
+        """Whether a call defines a route of a server the project runs rather than sending a request."""
+        return id(node) in self.decorators or last_name(node.func) in _ROUTE_REGISTRATIONS
+
     def _note_http_route(self, node: ast.Call) -> None:
         """A call given the URL of a cache route, as a literal or a local it was assigned to."""
-        if id(node) in self.decorators or last_name(node.func) in _ROUTE_REGISTRATIONS:
+        if self.registers_route(node):
             return
         for arg in (*node.args, *(keyword.value for keyword in node.keywords)):
             if isinstance(arg, ast.Name):

@@ -189,6 +189,9 @@ class FunctionSummary:
     bindings: dict[str, str] = field(default_factory=dict)
     end_line: int = 0  # the last line of the body
     requests: list[Request] = field(default_factory=list)
+    # How a method leaves itself to subclasses: "abstractmethod" (decorated so), "raise" (its body only
+    # raises NotImplementedError), or "".
+    abstract: str = ""
 
 
 @dataclass

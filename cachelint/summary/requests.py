@@ -6,9 +6,12 @@ OpenAI front end's `create_chat_completion(...)`, also through `asyncio.to_threa
 the URL of a generation route (`/v1/completions`, `/v1/chat/completions`, `.../generate`) with a body.
 Its prompt is *forwarded* when it comes, through the function's assignments, from a parameter: the
 parameter itself (`engine.generate(prompt, ...)`), a part of one (`request.messages`, `await
-raw_request.json()`), or a structure holding one in a field that may carry media. A value read from or
-put into a text field (`prompt`, `prompt_token_ids`, ...) is text: vLLM takes media beside those
-fields (`multi_modal_data`), never in them. CL003 and CL004 read the requests (cachelint.text_only):
+raw_request.json()`), or a structure holding one in a field that may carry media. A value read from
+(`x["prompt"]`, `x.pop("prompt")`) or put into a text field (`prompt`, `prompt_token_ids`, ...) is text:
+vLLM takes media beside those fields (`multi_modal_data`), never in them. A generation route the module
+serves (`@app.post("/generate")`, `app.add_api_route(...)`) is a request forwarding what its clients
+send, unless its handler (or a module function it calls by name) makes a request of its own, which then
+tells. CL003 and CL004 read the requests (cachelint.text_only):
 code whose own requests to an engine are all built where no multimodal input shows sends it only text.
 """
 
@@ -19,7 +22,7 @@ import re
 from collections.abc import Iterator
 
 from cachelint.summary.calls import Calls
-from cachelint.summary.model import FileSummary, Request
+from cachelint.summary.model import FileSummary, FunctionSummary, Request
 from cachelint.summary.nodes import string_parts
 from cachelint.summary.positions import SourcePositions
 from cachelint.summary.walker import Frame
@@ -36,6 +39,8 @@ PROMPT_KEYWORDS = frozenset({"prompt", "prompts", "messages", "inputs", "request
 BODY_KEYWORDS = frozenset({"json", "data"})
 # Fields holding text or token ids only.
 TEXT_FIELDS = frozenset({"prompt", "prompts", "prompt_token_ids", "token_ids", "input_ids", "text"})
+# Mapping methods that read a key's value, as a subscript does.
+_MAPPING_READS = frozenset({"get", "pop", "setdefault"})
 THREAD_RUNNERS = {"to_thread": 0, "run_in_executor": 1}  # where the callable is among the arguments
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
 
@@ -46,6 +51,8 @@ class Requests(Calls):
     def __init__(self, summary: FileSummary, source: SourcePositions, helpers: tuple[str, ...]) -> None:
         super().__init__(summary, source, helpers)
         self.lambda_parameters: list[frozenset[str]] = []
+        # Routes the module serves: where each was recorded, the request, the handler's qualified name.
+        self.served: list[tuple[FunctionSummary, Request, str]] = []
         text = source.text
         # Most files hold no request: they are walked as if this layer were not there.
         self.may_call = any(word in text for word in CALL_WORDS)
@@ -129,7 +136,31 @@ class Requests(Calls):
         if body is None and 0 <= at < len(node.args) - 1:
             body = node.args[at + 1]
         forwarded, helpers = self.forwarded([body]) if body is not None else (True, [])
-        self._record(Request(route, [], node.lineno, forwarded, helpers=helpers))
+        request = Request(route, [], node.lineno, forwarded, helpers=helpers)
+        self._record(request)
+        if self.registers_route(node):
+            self.served.append((self.frame.function, request, self._handler(node)))
+
+    def _handler(self, node: ast.Call) -> str:
+        """The qualified name of the function serving a route the call registers (`@app.post(...)` on
+        it, `app.add_api_route(path, handler)`), when the module defines it by a plain name."""
+        decorated = self.decorators.get(id(node))
+        if decorated is not None:
+            return "" if isinstance(decorated, ast.ClassDef) else self.qualname_for(decorated.name)[0]
+        names = [arg.id for arg in (*node.args, *(k.value for k in node.keywords)) if isinstance(arg, ast.Name)]
+        return names[0] if names and not self.classes and self.frame.function.qualname == "<module>" else ""
+
+    def finish(self) -> None:
+        """A route the module serves counts as a request forwarding what its clients send (they may send
+        media), unless the module shows where its handler's requests go: its handler, or a module
+        function the handler calls by name, makes one."""
+        super().finish()
+        if not self.served:
+            return
+        functions = {function.qualname: function for function in self.summary.functions}
+        for outer, request, handler in self.served:
+            if handler and _reaches_request(functions, handler):
+                outer.requests.remove(request)
 
     def _route(self, url: ast.expr) -> str:
         values = [value for _, value in self._assigned(url.id)] if isinstance(url, ast.Name) else [url]
@@ -196,6 +227,8 @@ class _Forwarding:
             return self.of(node.value, local)
         if isinstance(node, ast.Call):
             func = node.func
+            if _reads_text_field(node):
+                return False
             if isinstance(func, ast.Attribute) and self.of(func.value, local):
                 return True
             helper = self.helper(func)
@@ -287,6 +320,35 @@ def frame_parameters(frame: Frame) -> frozenset[str]:
     if frame.parameters is None:
         frame.parameters = parameter_names(frame.arguments) if frame.arguments is not None else frozenset()
     return frame.parameters
+
+
+def _reaches_request(functions: dict[str, FunctionSummary], qualname: str) -> bool:
+    """Whether the function, or a module function it calls by name (at any depth), makes a request."""
+    seen = {qualname}
+    queue = [qualname]
+    while queue:
+        function = functions.get(queue.pop())
+        if function is None:
+            continue
+        if function.requests:
+            return True
+        for call in function.calls:
+            if not call.chain and call.via == "direct" and call.name not in seen:
+                seen.add(call.name)
+                queue.append(call.name)
+    return False
+
+
+def _reads_text_field(call: ast.Call) -> bool:
+    """Whether a call reads a text field of a mapping, as `mapping["prompt"]` does: `.get("prompt")`,
+    `.pop("prompt", None)`."""
+    func = call.func
+    return (
+        isinstance(func, ast.Attribute)
+        and func.attr in _MAPPING_READS
+        and bool(call.args)
+        and string_value(call.args[0]) in TEXT_FIELDS
+    )
 
 
 def _children(node: ast.expr) -> Iterator[ast.expr]:

@@ -125,7 +125,7 @@ class Walker(ast.NodeVisitor):
         self.handlers: dict[type[ast.AST], Callable[[Any, Any], Any] | None] = {}
         self.node_fields: dict[type[ast.AST], tuple[str, ...]] = {}
         self.elifs: set[int] = set()  # `if` nodes spelled `elif`
-        self.decorators: set[int] = set()
+        self.decorators: dict[int, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef] = {}  # what each decorates
         self.imports_vllm = False
         self.imports_other = False
         self.imports_sglang = False
@@ -204,7 +204,7 @@ class Walker(ast.NodeVisitor):
 
     def visit_decorators(self, node: ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         for decorator in node.decorator_list:
-            self.decorators.add(id(decorator))
+            self.decorators[id(decorator)] = node
             self.visit(decorator)
 
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
@@ -219,19 +219,13 @@ class Walker(ast.NodeVisitor):
 
     def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         self.visit_decorators(node)
-        outer = self.frame.function
-        in_class = bool(self.classes) and (outer.qualname == "<module>" or outer.cls != self.classes[-1].name)
-        cls = self.classes[-1].name if in_class else ""
+        qualname, cls = self.qualname_for(node.name)
         if cls:
-            qualname = f"{cls}.{node.name}"
             self.classes[-1].methods.append(node.name)
-        elif outer.qualname != "<module>":
-            qualname = f"{outer.qualname}.<locals>.{node.name}"
-        else:
-            qualname = node.name
         is_async = isinstance(node, ast.AsyncFunctionDef)
         function = FunctionSummary(node.name, qualname, cls, is_async, self.source.name_span(node))
         function.end_line = node.end_lineno or node.lineno
+        function.abstract = abstract_kind(node) if cls else ""
         self.summary.functions.append(function)
         self.bind_parameters(node, function)
         arguments = node.args
@@ -244,6 +238,17 @@ class Walker(ast.NodeVisitor):
 
     visit_AsyncFunctionDef = visit_FunctionDef
 
+    def qualname_for(self, name: str) -> tuple[str, str]:
+        """The qualified name of a function `name` defined in the scope open now, and its class ("" if none)."""
+        outer = self.frame.function
+        in_class = bool(self.classes) and (outer.qualname == "<module>" or outer.cls != self.classes[-1].name)
+        if in_class:
+            cls = self.classes[-1].name
+            return f"{cls}.{name}", cls
+        if outer.qualname != "<module>":
+            return f"{outer.qualname}.<locals>.{name}", ""
+        return name, ""
+
     def visit_With(self, node: ast.With | ast.AsyncWith) -> None:
         self.headers.append(node)
         for item in node.items:
@@ -252,3 +257,19 @@ class Walker(ast.NodeVisitor):
         self.visit_block(node.body)
 
     visit_AsyncWith = visit_With
+
+
+def abstract_kind(node: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
+    """How a method leaves itself to subclasses (FunctionSummary.abstract)."""
+    for decorator in node.decorator_list:
+        name = decorator.attr if isinstance(decorator, ast.Attribute) else getattr(decorator, "id", "")
+        if name == "abstractmethod":
+            return "abstractmethod"
+    body = node.body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]  # the docstring
+    if len(body) == 1 and isinstance(body[0], ast.Raise) and body[0].exc is not None:
+        raised = body[0].exc.func if isinstance(body[0].exc, ast.Call) else body[0].exc
+        if isinstance(raised, ast.Name) and raised.id == "NotImplementedError":
+            return "raise"
+    return ""
