@@ -871,7 +871,7 @@ def resolve_sglang_range(settings: Settings, root: Path) -> SupportedRange:
     try:
         return vllm_range.resolve_range(settings.sglang, settings.sglang_origin, folder, SGLANG)
     except vllm_range.EmptyRangeError as error:
-        return SupportedRange((), "no known release", notes=(str(error),), dist=SGLANG)
+        return SupportedRange((), error.source, notes=(str(error),), dist=SGLANG)
 
 
 @dataclass

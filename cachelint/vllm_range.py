@@ -24,7 +24,12 @@ if TYPE_CHECKING:
 
 
 class EmptyRangeError(ValueError):
-    """A range that holds no release the facts know, nor any newer one: nothing could be checked."""
+    """A range that holds no release the facts know, nor any newer one: nothing could be checked.
+    `source` says where the range was read (`requirements.txt`, `--sglang`)."""
+
+    def __init__(self, message: str, source: str) -> None:
+        super().__init__(message)
+        self.source = source
 
 
 @dataclass(frozen=True)
@@ -112,6 +117,8 @@ class SupportedRange:
 
     def summary(self) -> str:
         """The summary line's words: `vLLM 0.18.0-0.33.0 (setup.py, extra "vllm")`, with an en dash."""
+        if not self.releases:
+            return f"no {self.dist.label} release ({self.source}: its pins match none cachelint knows)"
         if self.newer_only:
             return f"{self.dist.label} {self.label()} (standing in for the newer releases of {self.source})"
         return f"{self.dist.label} {self.label()} ({self.source})"
@@ -191,7 +198,9 @@ def from_specifier(spec: str, source: str, dist: Distribution = VLLM) -> Support
     if not releases and beyond:
         return newest_standing_in(source, (), dist)
     if not releases:
-        raise EmptyRangeError(f"{spec!r} matches no {dist.label} release cachelint knows ({_known_label(dist)})")
+        raise EmptyRangeError(
+            f"{spec!r} matches no {dist.label} release cachelint knows ({_known_label(dist)})", source
+        )
     return SupportedRange(releases, source, beyond_known=beyond, dist=dist)
 
 
@@ -352,7 +361,8 @@ def read_supported_range(root: Path, dist: Distribution = VLLM) -> SupportedRang
         written = ", ".join(f"`{pin.requirement}`" for pin in pins)
         raise EmptyRangeError(
             f"{describe_pins(pins)}: the {dist.label} pins ({written}) match no release cachelint knows "
-            f'({_known_label(dist)}); set the range with `[tool.cachelint] {dist.name} = ">=..."` or `--{dist.name}`'
+            f'({_known_label(dist)}); set the range with `[tool.cachelint] {dist.name} = ">=..."` or `--{dist.name}`',
+            describe_pins(pins),
         )
     used = tuple(dict.fromkeys(pin for alternative in contributing for pin in alternative))
     notes = tuple(

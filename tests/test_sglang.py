@@ -113,6 +113,8 @@ def test_sglang_pins_that_match_no_known_release_do_not_stop_the_run(tmp_path: P
     assert result.code == 1, result.stderr  # CL201 depends on no release; CL204 has none to judge
     assert [line.split(" ")[1] for line in result.stdout.splitlines() if ": CL" in line] == ["CL201"]
     assert "the SGLang pins (`sglang==0.3.0`) match no release cachelint knows" in result.stderr
+    full = check(".", cwd=project)
+    assert "Checked for no SGLang release (requirements.txt: its pins match none cachelint knows)." in full.stdout
     bad = check("--sglang", "<0.1", ".", cwd=project)
     assert bad.code == 2 and "--sglang" in bad.stderr
 
