@@ -123,11 +123,21 @@ class SupportedRange:
             return f"{self.dist.label} {self.label()} (standing in for the newer releases of {self.source})"
         return f"{self.dist.label} {self.label()} ({self.source})"
 
+    @property
+    def newer(self) -> str:
+        """What became of the releases newer than the newest the facts know: "excluded" (the range
+        allows none), "unchecked" (it allows some beside known ones, which were checked) or
+        "standing-in" (it allows only those: the newest known release was checked in their place)."""
+        if self.newer_only:
+            return "standing-in"
+        return "unchecked" if self.beyond_known else "excluded"
+
     def to_json(self) -> dict[str, Any]:
         return {
             "range": self.label(),
             "releases": [str(release) for release in self.releases],
             "source": self.source,
+            "newer": self.newer,
             "pins": [
                 {"file": shown_path(pin.file), "requirement": pin.requirement, "where": pin.where} for pin in self.pins
             ],

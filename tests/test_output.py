@@ -300,6 +300,7 @@ def test_json(tmp_path: Path) -> None:
     "severity": "error",
     "url": "https://github.com/cachelint/cachelint/blob/main/rules/CL002.md",
     "vllm_range": {
+      "newer": "excluded",
       "range": "0.18.0\u20130.19.1",
       "source": "pyproject.toml, extra \\"vllm\\""
     }

@@ -150,14 +150,22 @@ def test_add_noqa_works_per_project(monorepo: Path) -> None:
 def test_json_and_sarif_carry_each_finding_s_range(monorepo: Path) -> None:
     findings = json.loads(check("--output-format", "json", ".", cwd=monorepo).stdout)
     assert {finding["filename"]: finding["vllm_range"] for finding in findings} == {
-        "a/pa/server.py": {"range": "0.18.0\N{EN DASH}0.19.1", "source": "a/pyproject.toml, dependencies"},
-        "a/pa/worker.py": {"range": "0.18.0\N{EN DASH}0.19.1", "source": "a/pyproject.toml, dependencies"},
+        "a/pa/server.py": {
+            "range": "0.18.0\N{EN DASH}0.19.1",
+            "source": "a/pyproject.toml, dependencies",
+            "newer": "excluded",
+        },
+        "a/pa/worker.py": {
+            "range": "0.18.0\N{EN DASH}0.19.1",
+            "source": "a/pyproject.toml, dependencies",
+            "newer": "excluded",
+        },
     }
     sarif = json.loads(check("--output-format", "sarif", ".", cwd=monorepo).stdout)
     projects = sarif["runs"][0]["properties"]["supportedVllm"]
-    assert [(p["projectRoot"]["uri"], p["range"], p["source"]) for p in projects] == [
-        ("a", "0.18.0\N{EN DASH}0.19.1", "a/pyproject.toml, dependencies"),
-        ("b", f"0.22.0\N{EN DASH}{newest_known_release()}", "b/pyproject.toml, dependencies"),
+    assert [(p["projectRoot"]["uri"], p["range"], p["source"], p["newer"]) for p in projects] == [
+        ("a", "0.18.0\N{EN DASH}0.19.1", "a/pyproject.toml, dependencies", "excluded"),
+        ("b", f"0.22.0\N{EN DASH}{newest_known_release()}", "b/pyproject.toml, dependencies", "unchecked"),
     ]
     assert projects[0]["pins"] == [
         {"file": "a/pyproject.toml", "requirement": "vllm>=0.18,<0.20", "where": "dependencies"}
@@ -274,7 +282,13 @@ def test_a_project_on_a_vllm_newer_than_the_facts_is_checked_as_the_newest_known
         assert result.stdout.endswith(f"Checked for vLLM {newest} (standing in for the newer releases of {source}).\n")
         assert result.stderr_lines == [warning.format(source=source, newest=newest)]
     shown = json.loads(check("--show-settings", cwd=project).stdout)["supported-vllm"]
-    assert (shown["range"], shown["source"]) == (str(newest), "pyproject.toml, dependencies")
+    assert (shown["range"], shown["source"], shown["newer"]) == (
+        str(newest),
+        "pyproject.toml, dependencies",
+        "standing-in",
+    )
+    findings = json.loads(check("--output-format", "json", cwd=project).stdout)
+    assert findings[0]["vllm_range"]["newer"] == "standing-in"
 
 
 def test_an_empty_range_from_the_flag_is_an_error(tmp_path: Path) -> None:

@@ -28,8 +28,8 @@ def finding_objects(findings: Sequence[Finding], context: ReportContext) -> list
 
 
 def finding_object(finding: Finding, noqa_row: int | None, context: ReportContext | None = None) -> dict[str, Any]:
-    """ruff's fields, and `vllm_range`: the supported vLLM range the file was checked against and
-    where it came from (null when not known)."""
+    """ruff's fields, and `vllm_range`: the supported vLLM range the file was checked against, where it
+    came from and what became of the releases newer than cachelint knows (null when not known)."""
     span = finding.span
     supported = context.ranges.get(finding.path) if context is not None else None
     return {
@@ -46,7 +46,9 @@ def finding_object(finding: Finding, noqa_row: int | None, context: ReportContex
         "fix": fix_object(finding.fix) if finding.fix else None,
         "notes": list(finding.notes),
         "url": help_uri(finding.code) if finding.is_rule else None,
-        "vllm_range": {"range": supported.label(), "source": supported.source} if supported else None,
+        "vllm_range": {"range": supported.label(), "source": supported.source, "newer": supported.newer}
+        if supported
+        else None,
     }
 
 
