@@ -14,8 +14,9 @@ elsewhere: its methods count as run.
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING
+
+from cachelint.text_only import declaring, unique_classes
 
 if TYPE_CHECKING:
     from cachelint.project import ProjectIndex
@@ -86,19 +87,10 @@ def _overridden_below(project: ProjectIndex, cls: str, method: str, find: Finder
 
 def _direct_subclasses(project: ProjectIndex, cls: str, find: Finder) -> list[tuple[FileSummary, ClassSummary]]:
     """The classes declared anywhere in the project that name `cls` among their bases."""
-
-    def declares_subclass(_: str, raw: bytes) -> bool:
-        return word in raw and declaration.search(raw) is not None
-
-    word = cls.encode()
-    declaration = re.compile(rb"\bclass\s+\w+\s*\([^)]*\b" + re.escape(word) + rb"\b")
-    found = project.memoized(f"subclasses:{cls}", lambda: find(declares_subclass))
-    pairs = {
-        (summary.path, sub.name, sub.span.line): (summary, sub)
-        for summary, sub in (
-            *project.subclasses(cls),
-            *((summary, sub) for summary in found for sub in summary.classes),
+    found = project.memoized(f"subclasses:{cls}", lambda: find(declaring(set(), {cls})))
+    declared = (*project.subclasses(cls), *((summary, sub) for summary in found for sub in summary.classes))
+    return list(
+        unique_classes(
+            (summary, sub) for summary, sub in declared if any(base.rsplit(".", 1)[-1] == cls for base in sub.bases)
         )
-        if any(base.rsplit(".", 1)[-1] == cls for base in sub.bases)
-    }
-    return list(pairs.values())
+    )

@@ -132,7 +132,7 @@ class Scope:
         descendants = frozenset({own.name, *(sub.name for _, sub in project.subclasses(own.name))})
         related = sorted((ancestors | descendants) - {own.name})
         found = [pair for name in related for pair in project.classes_by_name.get(name, [])]
-        return cls(_unique([(file, own), *found]), None, ancestors, descendants)
+        return cls(unique_classes([(file, own), *found]), None, ancestors, descendants)
 
     def members(self) -> Iterable[tuple[FileSummary, FunctionSummary]]:
         if self.function is not None:
@@ -180,13 +180,13 @@ class Scope:
                 break
             found = [
                 (summary, cls)
-                for summary in find(f"classes:{sorted(bases)}:{sorted(descendants)}", _declaring(bases, descendants))
+                for summary in find(f"classes:{sorted(bases)}:{sorted(descendants)}", declaring(bases, descendants))
                 for cls in summary.classes
                 if cls.name in bases or descendants.intersection(_last(base) for base in cls.bases)
             ]
             ancestors.update(cls.name for _, cls in found if cls.name in bases)
             descendants.update(cls.name for _, cls in found if cls.name not in bases)
-            added = _unique([*classes, *found])
+            added = unique_classes([*classes, *found])
             if len(added) == len(classes):
                 break
             classes = list(added)
@@ -199,7 +199,7 @@ def _last(dotted: str) -> str:
     return dotted.rsplit(".", 1)[-1]
 
 
-def _declaring(bases: set[str], names: set[str]) -> FileTest:
+def declaring(bases: set[str], names: set[str]) -> FileTest:
     """A test of a file's bytes: whether it holds a `class` statement declaring one of `bases`, or a
     subclass of one of `names`."""
     alternatives = []
@@ -216,7 +216,7 @@ def _declaring(bases: set[str], names: set[str]) -> FileTest:
     return declares
 
 
-def _unique(
+def unique_classes(
     classes: Iterable[tuple[FileSummary, ClassSummary]],
 ) -> tuple[tuple[FileSummary, ClassSummary], ...]:
     return tuple({(summary.path, cls.name, cls.span.line): (summary, cls) for summary, cls in classes}.values())
