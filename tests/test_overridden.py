@@ -117,3 +117,47 @@ def test_a_middle_class_never_built_passes_the_question_to_its_subclasses(tmp_pa
     assert BASE_RESET not in flagged(copy_with(tmp_path, extra=middle))
     inherits = {"engine_rl/vision.py": middle["engine_rl/vision.py"].split("\n    def reset_prefix_cache")[0] + "\n"}
     assert BASE_RESET in flagged(copy_with(tmp_path / "inherits", extra=inherits))
+
+
+CL007_PROJECT = {
+    "pyproject.toml": '[project]\nname = "noop-rl"\nversion = "0.1.0"\ndependencies = ["vllm>=0.17,<0.20"]\n',
+    "noop_rl/__init__.py": "",
+    "noop_rl/servers.py": (
+        "from vllm.v1.engine.async_llm import AsyncLLM\n\n\n"
+        "class BaseServer:\n"
+        "    def __init__(self, config):\n"
+        "        self.engine = self._build(config)\n\n"
+        "    def _build(self, config):\n"
+        '        raise NotImplementedError("each server builds its engine")\n\n'
+        "    async def update_weights(self, meta):\n"
+        '        await self.engine.collective_rpc("load_new_weights", args=(meta,))\n'
+        "        await self.engine.reset_prefix_cache()\n\n\n"
+        "class Server(BaseServer):\n"
+        "    def _build(self, config) -> AsyncLLM:\n"
+        "        return AsyncLLM.from_vllm_config(config)\n\n"
+        "    async def update_weights(self, meta):\n"
+        "        engine: AsyncLLM = self.engine\n"
+        '        await engine.collective_rpc("load_new_weights", args=(meta,))\n'
+        "        await engine.reset_prefix_cache()\n"
+    ),
+}
+
+
+def test_cl007_leaves_alone_a_reset_no_object_runs(tmp_path: Path) -> None:
+    project = write_tree(tmp_path / "noop", CL007_PROJECT)
+    findings = analyze_case(Case("CL007", project)).findings
+    assert {finding.function for finding in findings if finding.code == "CL007"} == {"Server.update_weights"}
+    servers = project / "noop_rl" / "servers.py"
+    servers.write_text(
+        servers.read_text(encoding="utf-8").replace(
+            "    def _build(self, config):\n        raise",
+            "    def _build(self, config):\n        return AsyncLLM.from_vllm_config(config)\n        raise",
+            1,
+        ),
+        encoding="utf-8",
+    )
+    findings = analyze_case(Case("CL007", project)).findings
+    assert {finding.function for finding in findings if finding.code == "CL007"} == {
+        "BaseServer.update_weights",
+        "Server.update_weights",
+    }
