@@ -122,7 +122,7 @@ def refit_wants(
     from cachelint.rules.cl007_prefix_reset_may_noop import may_noop
 
     wants, quiesces = Wants(), Wants(always=True)
-    refits = [ref for ref in index.functions() if ref.function.name in roots]
+    refits = index.refit_roots(roots)
     may_do_nothing = set()
     for reached in index.reachable_from(refits):  # each function once, whichever refit reaches it
         file, function = reached.ref.file, reached.ref.function
@@ -139,7 +139,7 @@ def refit_wants(
     if may_do_nothing:  # the refits whose own paths hold such a reset
         for ref in refits:
             if any(reached.ref.key in may_do_nothing for reached in index.reachable(ref)):
-                wants.callers.add(ref.function.name)
+                wants.callers.update(ref.function.called_as())
     return wants, quiesces
 
 

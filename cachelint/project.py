@@ -351,9 +351,9 @@ class ProjectIndex:
         return result
 
     def refit_roots(self, names: frozenset[str]) -> list[FunctionRef]:
-        """The functions named as weight-update roots, in a stable order."""
+        """The functions named as weight-update roots, or installed under such a name, in a stable order."""
         return sorted(
-            (ref for ref in self.functions() if ref.function.name in names),
+            (ref for ref in self.functions() if not names.isdisjoint(ref.function.called_as())),
             key=lambda ref: (ref.file.path, ref.function.span.line),
         )
 

@@ -133,6 +133,7 @@ CORPUS = (
     Dist("siirl", "0.2.0"),
     Dist("verifiers", "0.4.0"),
     Dist("torchrl", "0.14.1"),
+    Dist("axolotl", "0.19.0"),
 )
 
 

@@ -140,3 +140,65 @@ def test_a_route_the_project_serves_is_not_a_request_to_it() -> None:
     assert build is not None and [(event.method, event.via, event.span.line) for event in build.resets] == [
         ("pause_generation", "http", 8)
     ]
+
+
+INSTALLS = """\
+import functools
+import types
+
+
+def make_sync(original):
+    def patched(self):
+        return original(self)
+
+    return patched
+
+
+def make_nothing():
+    return None
+
+
+def plain_update(self):
+    pass
+
+
+class Patcher:
+    def install(self, generation, model):
+        def local_sync():
+            pass
+
+        generation.sync_weights = make_sync(generation.sync_weights)
+        generation.refit = lambda: local_sync()
+        generation.update_weight = types.MethodType(plain_update, generation)
+        generation.load_states = functools.partial(later, 1)
+        generation.broadcast_to_vllm = make_nothing()
+        generation.model = model
+        generation.plain_update = plain_update
+
+
+def later(step, self):
+    pass
+"""
+
+
+def test_functions_stored_into_attributes_are_installed_under_their_names() -> None:
+    summary = summarize("patch.py", INSTALLS, ast.parse(INSTALLS))
+    installed = {function.qualname: function.installed_as for function in summary.functions if function.installed_as}
+    assert installed == {
+        "make_sync.<locals>.patched": ["sync_weights"],
+        "Patcher.install.<locals>.local_sync": ["refit"],
+        "plain_update": ["update_weight"],
+        "later": ["load_states"],
+    }
+    restored = FileSummary.from_json(json.loads(summary.encode()))
+    assert restored == summary
+
+
+def test_an_installed_function_is_a_refit_root_under_its_installed_name() -> None:
+    summary = summarize("patch.py", INSTALLS, ast.parse(INSTALLS))
+    index = ProjectIndex([summary])
+    assert [ref.function.qualname for ref in index.refit_roots(frozenset({"sync_weights"}))] == [
+        "make_sync.<locals>.patched"
+    ]
+    assert [ref.function.qualname for ref in index.refit_roots(frozenset({"plain_update"}))] == ["plain_update"]
+    assert index.refit_roots(frozenset({"broadcast_to_vllm", "model"})) == []

@@ -19,6 +19,7 @@ from cachelint.rules.events import (
     engine_reset_help,
     engine_reset_statement,
     is_engine_level,
+    named_like_client,
     receiver_of,
     route,
     route_since,
@@ -210,6 +211,8 @@ def _help(stale: StalePrefixReset, context: Context) -> str:
         return _http_help(stale, methods, context)
     if stale.note.startswith(CLIENT_NOTE):
         return _client_help(stale, methods, context)
+    if _unknown_client(stale, context):
+        return _unknown_client_help(stale, methods, context)
     if event.via in ("direct", "alias"):
         return f"Reset them at engine level right after the prefix reset: {engine_reset_help(event, methods, context)}"
     calls = " and ".join(f"`{style_call(event, method)}`" for method in methods)
@@ -219,13 +222,8 @@ def _help(stale: StalePrefixReset, context: Context) -> str:
 def _http_help(stale: StalePrefixReset, methods: list[str], context: Context) -> str:
     """What to add when the prefix reset is a post to vLLM's server: the routes vLLM offers for the other
     resets, and client methods that post to them."""
-    routes = []
-    for method in methods:
-        since = route_since(context.facts, method)
-        newer = f", vLLM {since}+" if since is not None and context.supported.includes_before(since) else ""
-        routes.append(f"`{route(method)}`{newer}")
     text = (
-        f"Post to {' and '.join(routes)} right after `/reset_prefix_cache` (vLLM's API server has them in "
+        f"Post to {_routes(methods, context)} right after `/reset_prefix_cache` (vLLM's API server has them in "
         "development mode, like it; a server of the project's own needs them added)"
     )
     cls = stale.reached.ref.function.cls
@@ -254,10 +252,40 @@ def _client_help(stale: StalePrefixReset, methods: list[str], context: Context) 
     )
 
 
+def _unknown_client(stale: StalePrefixReset, context: Context) -> bool:
+    """A prefix reset called on a receiver named like a client, of a class cachelint cannot see, when no
+    class of the project has the other resets (its own client would have them)."""
+    event = stale.event
+    if event.via not in ("direct", "alias") or not named_like_client(event):
+        return False
+    defined = context.project.functions_by_name
+    return not all(any(ref.function.cls for ref in defined.get(METHODS[cache], [])) for cache in stale.missing)
+
+
+def _unknown_client_help(stale: StalePrefixReset, methods: list[str], context: Context) -> str:
+    """What to add when the prefix reset is called on a client whose class cachelint cannot see."""
+    event = stale.event
+    return (
+        f"`{event.receiver}` is named like a client of a vLLM server, and its class is not in the project: "
+        f"right after `{event.receiver}.reset_prefix_cache()`, reset them through the routes of its server "
+        f"({_routes(methods, context)}), adding client methods that post to them if it has none"
+    )
+
+
+def _routes(methods: list[str], context: Context) -> str:
+    """vLLM's routes for `methods`, each with the release that added it where some supported one lacks it."""
+    routes = []
+    for method in methods:
+        since = route_since(context.facts, method)
+        newer = f", vLLM {since}+" if since is not None and context.supported.includes_before(since) else ""
+        routes.append(f"`{route(method)}`{newer}")
+    return " and ".join(routes)
+
+
 def _fix(file: FileSummary, stale: StalePrefixReset, context: Context) -> Fix:
     event = stale.event
     help_text = _help(stale, context)
-    if stale.note.startswith(CLIENT_NOTE):
+    if stale.note.startswith(CLIENT_NOTE) or _unknown_client(stale, context):
         return Fix(help_text, Applicability.DISPLAY)
     if event.via not in ("direct", "alias") or not insertable_after(event.anchor):
         return Fix(help_text, Applicability.DISPLAY)

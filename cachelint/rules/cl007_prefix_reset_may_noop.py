@@ -163,11 +163,11 @@ def _root_callers_quiesce(root: FunctionRef, context: Context) -> bool:
     """Some function of the project pauses (aborts, drains, sleeps) before it calls a function named
     like this root: refits are layered under one name (trainer -> actor -> server `update_weights`) and
     the layers are often linked through Ray or string dispatch, which the call graph cannot follow."""
-    name = root.function.name
+    names = root.function.called_as()
     return context.project.memoized(
-        f"CL007-root:{name}",
+        f"CL007-root:{','.join(names)}",
         lambda: any(
-            call.name == name and call.via != "rpc" and _quiesces_before(ref, call.span, context)
+            call.name in names and call.via != "rpc" and _quiesces_before(ref, call.span, context)
             for ref in context.project.functions()
             for call in ref.function.calls
         ),

@@ -90,19 +90,20 @@ def _layer_stops(context: Context, ref: FunctionRef) -> bool:
     reached = refit_reached(context).get(ref.key)
     if reached is None:
         return False
-    root = reached.path[0].function.name
+    names = reached.path[0].function.called_as()
 
     def find() -> bool:
         for caller in context.project.functions():
-            stops = [item.span for item in caller.function.calls if item.name.startswith(STOPS) and item.name != root]
+            calls = caller.function.calls
+            stops = [item.span for item in calls if item.name.startswith(STOPS) and item.name not in names]
             if stops and any(
-                item.name == root and any(_before_span(stop, item.span) for stop in stops)
+                item.name in names and any(_before_span(stop, item.span) for stop in stops)
                 for item in caller.function.calls
             ):
                 return True
         return False
 
-    return context.project.memoized(f"CL203:layer:{root}", find)
+    return context.project.memoized(f"CL203:layer:{','.join(names)}", find)
 
 
 def _before_span(first: Span, second: Span) -> bool:

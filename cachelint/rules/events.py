@@ -26,13 +26,27 @@ LOST_EFFECT = {
 ENGINE_LEVEL_CLASSES = (EngineClass.ASYNC_LLM, EngineClass.LLM_ENGINE, EngineClass.LLM)
 
 
+def _last_name(event: ResetEvent) -> str:
+    return event.chain[-1].lower() if event.chain else ""
+
+
 def assumed_class(event: ResetEvent) -> EngineClass:
-    """The receiver's class, or the likeliest engine class for an unknown receiver."""
+    """The receiver's class, or the likeliest engine class for an unknown receiver: an `AsyncLLM` in
+    async code, a `vllm.LLM` when named like one (`self.llm`, `rollout_llm`: the usual spelling of the
+    sync class), else an `LLMEngine`."""
     if event.receiver_class:
         return EngineClass(event.receiver_class)
     if event.awaited or event.in_async:
         return EngineClass.ASYNC_LLM
-    return EngineClass.LLM_ENGINE
+    last = _last_name(event)
+    return EngineClass.LLM if last == "llm" or last.endswith("_llm") else EngineClass.LLM_ENGINE
+
+
+def named_like_client(event: ResetEvent) -> bool:
+    """An unknown receiver named like a client of a server (`self.vllm_client`), not like vLLM's
+    `EngineClient`: its methods are whatever its class (the project's or another library's) offers."""
+    last = _last_name(event)
+    return not event.receiver_class and "client" in last and "engine" not in last
 
 
 def first_release(facts: Facts, event: ResetEvent, method: str | None = None) -> Version | None:

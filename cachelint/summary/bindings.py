@@ -18,6 +18,13 @@ from cachelint.summary.walker import Walker
 from cachelint.version_tests import dotted_name
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][\w.]*")
+# Calls that bind their first argument to an object or to arguments, as installed functions are.
+_BINDERS = frozenset({"MethodType", "types.MethodType", "partial", "functools.partial"})
+
+
+def _local_name(scope: str, name: str) -> str:
+    """The qualified name of a function `name` defined in the function `scope`."""
+    return name if scope == "<module>" else f"{scope}.<locals>.{name}"
 
 
 def annotation_name(node: ast.expr) -> str:
@@ -84,6 +91,7 @@ class Bindings(Walker):
             if len(item.chain) == 1:
                 for scope in scopes:
                     receivers.setdefault(id(scope), set()).add(item.chain[0])
+        self._resolve_installs()
         for function in self.summary.functions:
             used = receivers.get(id(function.bindings), set())
             function.bindings = {name: origin for name, origin in function.bindings.items() if name in used}
@@ -92,6 +100,21 @@ class Bindings(Walker):
         elif self.imports_other:
             self.summary.engine = "other"
         self.summary.imports_sglang = self.imports_sglang
+
+    def _resolve_installs(self) -> None:
+        """Give each function stored into an attribute that attribute's name (`installed_as`)."""
+        functions = {function.qualname: function for function in self.summary.functions}
+        for attribute, name, scopes, factory in self.installs:
+            found = next((functions[q] for q in (_local_name(scope, name) for scope in scopes) if q in functions), None)
+            if found is None:
+                continue
+            installed = [found]
+            if factory:
+                returned = self.returned.get(found.qualname, ())
+                installed = [functions[q] for q in (_local_name(found.qualname, r) for r in returned) if q in functions]
+            for function in installed:
+                if attribute != function.name and attribute not in function.installed_as:
+                    function.installed_as.append(attribute)
 
     # -- imports -------------------------------------------------------------------------------------
 
@@ -173,7 +196,14 @@ class Bindings(Walker):
         if node.value is not None:
             self.visit(node.value)
 
+    def visit_Return(self, node: ast.Return) -> None:
+        if isinstance(node.value, ast.Name):
+            self.returned.setdefault(self.frame.function.qualname, set()).add(node.value.id)
+        self.generic_visit(node)
+
     def bind(self, target: ast.expr, value: ast.expr) -> None:
+        if isinstance(target, ast.Attribute):
+            self._note_install(target.attr, value)
         origin = self.value_origin(value)
         if origin:
             self._bind_origin(target, origin)
@@ -186,6 +216,21 @@ class Bindings(Walker):
                     self.frame.method_aliases[target.id] = (chain[:-1], chain[-1], receiver)
                 elif len(chain) > 1:
                     self.frame.aliases[target.id] = chain
+
+    def _note_install(self, attribute: str, value: ast.expr) -> None:
+        """A function stored into an attribute: by its name, through a lambda calling it, bound as a
+        method (`types.MethodType(f, obj)`, `functools.partial(f, ...)`), or made by a factory `make(...)`."""
+        factory = False
+        if isinstance(value, ast.Lambda):
+            value = value.body.func if isinstance(value.body, ast.Call) else value.body
+        elif isinstance(value, ast.Call):
+            if dotted_name(value.func) in _BINDERS and value.args:
+                value = value.args[0]
+            else:
+                value, factory = value.func, True
+        if isinstance(value, ast.Name):
+            scopes = tuple(frame.function.qualname for frame in reversed(self.frames))
+            self.installs.append((attribute, value.id, scopes, factory))
 
     def value_origin(self, value: ast.expr) -> str:
         """How `value` was made, when that can tell what it is: a class (or its `from_*`) called, or a

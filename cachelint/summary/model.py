@@ -192,6 +192,13 @@ class FunctionSummary:
     # How a method leaves itself to subclasses: "abstractmethod" (decorated so), "raise" (its body only
     # raises NotImplementedError), or "".
     abstract: str = ""
+    # Attribute names the module installs this function under (`VLLMGeneration.sync_weights = patched`,
+    # `gen.sync_weights = make_sync(...)` for the function `make_sync` returns): what callers call it by.
+    installed_as: list[str] = field(default_factory=list)
+
+    def called_as(self) -> tuple[str, ...]:
+        """The names calls reach this function by: its own, and those it is installed under."""
+        return (self.name, *self.installed_as)
 
 
 @dataclass

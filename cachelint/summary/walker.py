@@ -126,6 +126,10 @@ class Walker(ast.NodeVisitor):
         self.node_fields: dict[type[ast.AST], tuple[str, ...]] = {}
         self.elifs: set[int] = set()  # `if` nodes spelled `elif`
         self.decorators: dict[int, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef] = {}  # what each decorates
+        # Functions stored into an attribute, as (attribute, name, scopes innermost first, whether `name`
+        # is a factory whose returned local function is the one stored); resolved when the walk ends.
+        self.installs: list[tuple[str, str, tuple[str, ...], bool]] = []
+        self.returned: dict[str, set[str]] = {}  # the local names each function returns, by qualname
         self.imports_vllm = False
         self.imports_other = False
         self.imports_sglang = False
