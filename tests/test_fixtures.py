@@ -64,3 +64,32 @@ def test_the_message_names_the_caches_the_update_does_reset() -> None:
     (finding,) = _cl003("encoder_reset_without_mm_reset.py")
     assert "resets the prefix and encoder caches but not the multimodal cache, which keeps" in finding.message
     assert finding.fix is not None and finding.fix.message == "Reset the multimodal cache after the prefix cache"
+
+
+def test_an_installed_weight_update_is_named_by_its_own_function() -> None:
+    findings = {finding.span.line: finding for finding in _cl003("installed_sync_weights.py")}
+    assert set(findings) == {23, 25}
+    assert all(
+        finding.message.startswith("patched_sync_weights (installed_sync_weights.py:13)")
+        for finding in findings.values()
+    )
+
+
+def test_a_client_of_unknown_class_gets_the_routes_not_calls_it_may_lack() -> None:
+    findings = {finding.span.line: finding for finding in _cl003("installed_sync_weights.py")}
+    client = findings[23]
+    assert client.fix is not None and client.fix.applicability.value == "display" and not client.fix.changes
+    assert "`self.vllm_client` is named like a client" in client.help
+    assert "`/reset_mm_cache` and `/reset_encoder_cache`" in client.help
+    colocated = findings[25]
+    assert "`self.llm.reset_mm_cache()` and `self.llm.llm_engine.reset_encoder_cache()`" in colocated.help
+    (handed,) = _cl003("unknown_client_project_has_resets.py")
+    assert handed.fix is not None and handed.fix.applicability.value == "unsafe" and handed.fix.changes
+
+
+def test_a_client_that_has_the_other_resets_is_told_to_call_them() -> None:
+    (finding,) = _cl003("http_client_method_has_other_resets")
+    assert finding.help == (
+        "`ServerClient` also has `reset_mm_cache()` and `reset_encoder_cache()`: call them where "
+        "`Trainer.update_weights` calls `reset_prefix_cache()`"
+    )

@@ -221,14 +221,18 @@ def _help(stale: StalePrefixReset, context: Context) -> str:
 
 def _http_help(stale: StalePrefixReset, methods: list[str], context: Context) -> str:
     """What to add when the prefix reset is a post to vLLM's server: the routes vLLM offers for the other
-    resets, and client methods that post to them."""
+    resets, and client methods that post to them (or the client's own, when it has them)."""
+    routes = _routes(methods, context)
+    cls = stale.reached.ref.function.cls
+    names = " and ".join(f"`{method}()`" for method in methods)
+    if cls and len(stale.reached.path) > 1 and all(provenance.defines(context.project, cls, m) for m in methods):
+        caller = stale.reached.path[-2].function.qualname
+        return f"`{cls}` also has {names}: call them where `{caller}` calls `{stale.reached.ref.function.name}()`"
     text = (
-        f"Post to {_routes(methods, context)} right after `/reset_prefix_cache` (vLLM's API server has them in "
+        f"Post to {routes} right after `/reset_prefix_cache` (vLLM's API server has them in "
         "development mode, like it; a server of the project's own needs them added)"
     )
-    cls = stale.reached.ref.function.cls
     if cls:
-        names = " and ".join(f"`{method}()`" for method in methods)
         text += f": add {names} to `{cls}` posting to them, and call them after the prefix reset"
     return text
 
