@@ -121,14 +121,33 @@ def _dropped_coroutine(event: ResetEvent) -> bool:
 
 
 def _fresh_engine(file: FileSummary, function: FunctionSummary, event: ResetEvent, context: Context) -> bool:
-    """A sleep or pause of an engine built earlier in the same function, with no call on it in between:
-    nothing has been generated yet, so nothing is cached."""
+    """A sleep or pause of an engine built earlier in the same function (by a vLLM class, or assigned what
+    a call named for building returns: `self.engine = self._prepare_vllm_engine()` for a sleep of
+    `self.engine.engine`), with no call on it in between: nothing has been generated yet, so nothing is
+    cached."""
+    receiver = event.receiver
+    built = [
+        (where, text)
+        for text, where in function.built
+        if where < event.span and (receiver == text or receiver.startswith(f"{text}."))
+    ]
+    constructed = _constructed_at(file, function, event, context)
+    if constructed is not None:
+        built.append((constructed, receiver))
+    if not built:
+        return False
+    built_at, text = max(built)
+    return not _engine_used_between(function, event, built_at, event.span, text)
+
+
+def _constructed_at(file: FileSummary, function: FunctionSummary, event: ResetEvent, context: Context) -> Span | None:
+    """Where a vLLM class built the event's receiver, earlier in the same function."""
     origin, _ = provenance.find_origin(context.project, file, function, event.chain)
     _, built = provenance.origin_class_name(origin)
     if not origin.startswith("call:") or built not in provenance.CONSTRUCTORS:
-        return False
+        return None
     constructors = [
-        call
+        call.span
         for call in function.calls
         if call.span < event.span
         and (
@@ -137,10 +156,7 @@ def _fresh_engine(file: FileSummary, function: FunctionSummary, event: ResetEven
             or (call.name == built and call.chain[-1:] == ["vllm"])
         )
     ]
-    if not constructors:
-        return False
-    built_at = max(call.span for call in constructors)
-    return not _engine_used_between(function, event, built_at, event.span)
+    return max(constructors) if constructors else None
 
 
 def _kept_in_step(function: FunctionSummary, pause: ResetEvent, context: Context) -> bool:
@@ -158,15 +174,16 @@ def _kept_in_step(function: FunctionSummary, pause: ResetEvent, context: Context
     return bool(before) and not _engine_used_between(function, pause, max(before), pause.span)
 
 
-def _engine_used_between(function: FunctionSummary, event: ResetEvent, start: Span, end: Span) -> bool:
-    """Whether something may have generated between the two points: a call on the event's receiver that
-    may generate (anything but a reset, a pause, a sleep, a wake-up or an abort), or an awaited call
-    (other requests run while it waits)."""
+def _engine_used_between(function: FunctionSummary, event: ResetEvent, start: Span, end: Span, built: str = "") -> bool:
+    """Whether something may have generated between the two points: a call on the event's receiver (or on
+    `built`, the object it is reached from) that may generate (anything but a reset, a pause, a sleep, a
+    wake-up or an abort), or an awaited call (other requests run while it waits)."""
+    owners = {event.receiver, built} - {""}
     return any(
         (call.span.line, call.span.col) > (start.end_line, start.end_col)
         and call.span < end
         and call.name not in QUIET_CALLS
-        and (call.receiver == event.receiver or call.awaited)
+        and (call.awaited or any(call.receiver == owner or call.receiver.startswith(f"{owner}.") for owner in owners))
         for call in function.calls
     )
 

@@ -13,11 +13,13 @@ import re
 
 from cachelint import provenance
 from cachelint.summary.model import PAUSE_METHODS, RESET_METHODS, ClassSummary, FunctionSummary
-from cachelint.summary.nodes import getattr_target
+from cachelint.summary.nodes import getattr_target, last_name
 from cachelint.summary.walker import Walker
 from cachelint.version_tests import dotted_name
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][\w.]*")
+# Calls whose result is a new object: `from_engine_args`, `_prepare_vllm_engine`, `create_engine`, ...
+_BUILDER_NAME = re.compile(r"_*(from_|prepare|create|build|make|init|load|launch|spawn|start|setup|new)")
 # Calls that bind their first argument to an object or to arguments, as installed functions are.
 _BINDERS = frozenset({"MethodType", "types.MethodType", "partial", "functools.partial"})
 
@@ -204,6 +206,8 @@ class Bindings(Walker):
     def bind(self, target: ast.expr, value: ast.expr) -> None:
         if isinstance(target, ast.Attribute):
             self._note_install(target.attr, value)
+        if isinstance(target, (ast.Name, ast.Attribute)):
+            self._note_built(target, value)
         origin = self.value_origin(value)
         if origin:
             self._bind_origin(target, origin)
@@ -216,6 +220,19 @@ class Bindings(Walker):
                     self.frame.method_aliases[target.id] = (chain[:-1], chain[-1], receiver)
                 elif len(chain) > 1:
                     self.frame.aliases[target.id] = chain
+
+    def _note_built(self, target: ast.Name | ast.Attribute, value: ast.expr) -> None:
+        """An object named like an engine assigned what a call builds: a class (`LLM(...)`,
+        `AsyncLLM.from_engine_args(...)`) or a function named for building (`self._prepare_vllm_engine()`)."""
+        call = value.value if isinstance(value, ast.Await) else value
+        if not isinstance(call, ast.Call):
+            return
+        last = (target.id if isinstance(target, ast.Name) else target.attr).lower()
+        if "engine" not in last and "llm" not in last:
+            return
+        name = last_name(call.func)
+        if name[:1].isupper() or _BUILDER_NAME.match(name):
+            self.frame.function.built.append((self.receiver_text(target), self.source.span(call)))
 
     def _note_install(self, attribute: str, value: ast.expr) -> None:
         """A function stored into an attribute: by its name, through a lambda calling it, bound as a

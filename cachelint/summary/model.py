@@ -195,6 +195,9 @@ class FunctionSummary:
     # Attribute names the module installs this function under (`VLLMGeneration.sync_weights = patched`,
     # `gen.sync_weights = make_sync(...)` for the function `make_sync` returns): what callers call it by.
     installed_as: list[str] = field(default_factory=list)
+    # Objects named like an engine (`self.engine`, `llm`) assigned the result of a call here, with the
+    # call: the receiver text and where it was built.
+    built: list[tuple[str, Span]] = field(default_factory=list)
 
     def called_as(self) -> tuple[str, ...]:
         """The names calls reach this function by: its own, and those it is installed under."""
@@ -299,6 +302,7 @@ class FileSummary:
                     "probes": [probe(h) for h in raw.get("probes", [])],
                     "requests": [Request(**r) for r in raw.get("requests", [])],
                     "sglang": [event(e) for e in raw.get("sglang", [])],
+                    "built": [(text, span(where)) for text, where in raw.get("built", [])],
                 }
             )
 
