@@ -79,7 +79,8 @@ def test_a_client_of_unknown_class_gets_the_routes_not_calls_it_may_lack() -> No
     findings = {finding.span.line: finding for finding in _cl003("installed_sync_weights.py")}
     client = findings[23]
     assert client.fix is not None and client.fix.applicability.value == "display" and not client.fix.changes
-    assert "`self.vllm_client` is named like a client" in client.help
+    assert "`self.vllm_client` is named like a client of a vLLM server, its class is not known here" in client.help
+    assert "no class of the project has `reset_mm_cache()` or `reset_encoder_cache()`" in client.help
     assert "`/reset_mm_cache` and `/reset_encoder_cache`" in client.help
     colocated = findings[25]
     assert "`self.llm.reset_mm_cache()` and `self.llm.llm_engine.reset_encoder_cache()`" in colocated.help

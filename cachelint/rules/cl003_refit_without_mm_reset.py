@@ -257,22 +257,28 @@ def _client_help(stale: StalePrefixReset, methods: list[str], context: Context) 
 
 
 def _unknown_client(stale: StalePrefixReset, context: Context) -> bool:
-    """A prefix reset called on a receiver named like a client, of a class cachelint cannot see, when no
-    class of the project has the other resets (its own client would have them)."""
+    """A prefix reset called on a receiver named like a client, of a class not known where it is called,
+    when no class of the project has some of the other resets (its own client would have them)."""
     event = stale.event
     if event.via not in ("direct", "alias") or not named_like_client(event):
         return False
+    return bool(_lacking_everywhere([METHODS[cache] for cache in stale.missing], context))
+
+
+def _lacking_everywhere(methods: list[str], context: Context) -> list[str]:
+    """The methods no class of the project defines."""
     defined = context.project.functions_by_name
-    return not all(any(ref.function.cls for ref in defined.get(METHODS[cache], [])) for cache in stale.missing)
+    return [method for method in methods if not any(ref.function.cls for ref in defined.get(method, []))]
 
 
 def _unknown_client_help(stale: StalePrefixReset, methods: list[str], context: Context) -> str:
-    """What to add when the prefix reset is called on a client whose class cachelint cannot see."""
+    """What to add when the prefix reset is called on a client whose class is not known where it is called."""
     event = stale.event
+    lacking = " or ".join(f"`{method}()`" for method in _lacking_everywhere(methods, context))
     return (
-        f"`{event.receiver}` is named like a client of a vLLM server, and its class is not in the project: "
-        f"right after `{event.receiver}.reset_prefix_cache()`, reset them through the routes of its server "
-        f"({_routes(methods, context)}), adding client methods that post to them if it has none"
+        f"`{event.receiver}` is named like a client of a vLLM server, its class is not known here, and no class "
+        f"of the project has {lacking}: right after `{event.receiver}.reset_prefix_cache()`, reset them through "
+        f"the routes of its server ({_routes(methods, context)}), adding client methods that post to them"
     )
 
 
