@@ -111,7 +111,11 @@ class Calls(Compat):
                 if method:
                     self._call(node, method, None, "dispatch")
             else:
-                self._call(node, func.id, None, "direct")
+                bound = self._bound_method(func.id)
+                if bound is not None:
+                    self._call(node, bound[-1], bound[:-1], "direct", record_reset=False)
+                else:
+                    self._call(node, func.id, None, "direct")
 
     def _mark_consumed(self, value: ast.expr) -> None:
         if isinstance(value, ast.Call):
@@ -200,16 +204,29 @@ class Calls(Compat):
             found.update(self._fields(value) or {})
         return found
 
+    def _bound_method(self, name: str) -> list[str] | None:
+        """The method a local name holds (`sync = self._sync_adapter`, in this function or one it is
+        nested in), as its chain; None when the name holds no attribute."""
+        for frame in reversed(self.frames):
+            chain = frame.aliases.get(name)
+            if chain is not None:
+                return chain if len(chain) > 1 and "?" not in chain else None
+        return None
+
     def _call(
         self,
         node: ast.Call,
         name: str,
-        receiver: ast.expr | None,
+        receiver: ast.expr | list[str] | None,
         via: str,
         record_reset: bool = True,
     ) -> None:
-        chain = self.chain(receiver) if receiver is not None else []
-        receiver_text = self.receiver_text(receiver) if receiver is not None else ""
+        """Record a call of `name` on `receiver` (a node, or the chain of a bound method's object)."""
+        if isinstance(receiver, list):
+            chain, receiver_text = receiver, ".".join(receiver)
+        else:
+            chain = self.chain(receiver) if receiver is not None else []
+            receiver_text = self.receiver_text(receiver) if receiver is not None else ""
         call_site = CallSite(name, receiver_text, chain, via, self.source.span(node), id(node) in self.awaited)
         if via == "rpc":
             call_site.anchor = self.anchor(self.statements[-1] if self.statements else self.header())
