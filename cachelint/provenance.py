@@ -28,6 +28,8 @@ from typing import TYPE_CHECKING
 from cachelint.facts import EngineClass, SglangClass
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from cachelint.project import FunctionRef, ProjectIndex
     from cachelint.summary.model import CallSite, ClassSummary, FileSummary, FunctionSummary, HasattrProbe, ResetEvent
 
@@ -150,6 +152,35 @@ def origin_class(origin: str, local_classes: frozenset[str] = frozenset()) -> En
         return None
     table = CONSTRUCTORS if origin.startswith("call:") else ANNOTATIONS
     return table.get(name)
+
+
+def named_like_engine(name: str) -> bool:
+    """A name an engine is held under (`self.engine`, `llm`, `engine_client`, `inference_engine`)."""
+    lowered = name.lower()
+    return "engine" in lowered or "llm" in lowered
+
+
+def named_like_client(name: str) -> bool:
+    """A name a client of a server is held under (`self.vllm_client`), not vLLM's `EngineClient`."""
+    lowered = name.lower()
+    return "client" in lowered and "engine" not in lowered
+
+
+def likeliest_engine(chain: list[str], is_async: bool) -> EngineClass:
+    """The likeliest vLLM class of an object of unknown class: an `AsyncLLM` in async code, a `vllm.LLM`
+    when named like one (`self.llm`, `rollout_llm`: the usual spelling of the sync class), else an
+    `LLMEngine`."""
+    if is_async:
+        return EngineClass.ASYNC_LLM
+    last = chain[-1].lower() if chain else ""
+    return EngineClass.LLM if last == "llm" or last.endswith("_llm") else EngineClass.LLM_ENGINE
+
+
+def defined_by_no_class(project: ProjectIndex, methods: Iterable[str]) -> list[str]:
+    """The methods no class of the project defines."""
+    return [
+        method for method in methods if not any(ref.function.cls for ref in project.functions_by_name.get(method, []))
+    ]
 
 
 def chain_class(chain: list[str]) -> EngineClass | None:

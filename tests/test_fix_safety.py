@@ -90,6 +90,16 @@ SOURCE = """
             await self.engine.reset_prefix_cache()
             await self.engine.reset_mm_cache()
             await self.engine.collective_rpc("load")
+
+
+    class HandedObjects:
+        def __init__(self, **kwargs):
+            self.vllm_client = kwargs.pop("client")
+            self.rollout_llm = kwargs.pop("llm")
+
+        def refit(self):
+            self.rollout_llm.reset_prefix_cache()
+            self.vllm_client.reset_prefix_cache()
 """
 
 
@@ -110,6 +120,24 @@ def test_a_method_the_project_class_lacks_is_not_called() -> None:
     finding = fix_safety.vetted(insertion(21, "self.client.reset_mm_cache()"), context)
     assert finding.fix is not None and finding.fix.applicability is Applicability.DISPLAY
     assert "`HttpClient` has no `reset_mm_cache`" in finding.help
+
+
+def test_a_client_of_unknown_class_gets_no_method_no_project_class_has() -> None:
+    context, _ = context_for(SOURCE, ">=0.22")
+    finding = fix_safety.vetted(insertion(37, "self.vllm_client.reset_mm_cache()"), context)
+    assert finding.fix is not None and finding.fix.applicability is Applicability.DISPLAY
+    assert "`self.vllm_client` is named like a client and no class of the project has `reset_mm_cache`" in finding.help
+    kept = fix_safety.vetted(insertion(36, "self.vllm_client.reset_prefix_cache()"), context)
+    assert kept.fix is not None and kept.fix.applicability is Applicability.UNSAFE
+
+
+def test_an_unknown_sync_receiver_named_like_an_llm_is_checked_as_one() -> None:
+    context, _ = context_for(SOURCE, ">=0.22")
+    bare = fix_safety.vetted(insertion(36, "self.rollout_llm.reset_encoder_cache()"), context)
+    assert bare.fix is not None and bare.fix.applicability is Applicability.DISPLAY
+    assert "has no `reset_encoder_cache`" in bare.help
+    engine = fix_safety.vetted(insertion(36, "self.rollout_llm.llm_engine.reset_encoder_cache()"), context)
+    assert engine.fix is not None and engine.fix.applicability is Applicability.UNSAFE
 
 
 def test_nothing_is_called_on_another_engine() -> None:

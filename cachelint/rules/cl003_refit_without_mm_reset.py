@@ -19,7 +19,6 @@ from cachelint.rules.events import (
     engine_reset_help,
     engine_reset_statement,
     is_engine_level,
-    named_like_client,
     receiver_of,
     route,
     route_since,
@@ -222,14 +221,13 @@ def _help(stale: StalePrefixReset, context: Context) -> str:
 def _http_help(stale: StalePrefixReset, methods: list[str], context: Context) -> str:
     """What to add when the prefix reset is a post to vLLM's server: the routes vLLM offers for the other
     resets, and client methods that post to them (or the client's own, when it has them)."""
-    routes = _routes(methods, context)
     cls = stale.reached.ref.function.cls
     names = " and ".join(f"`{method}()`" for method in methods)
     if cls and len(stale.reached.path) > 1 and all(provenance.defines(context.project, cls, m) for m in methods):
         caller = stale.reached.path[-2].function.qualname
         return f"`{cls}` also has {names}: call them where `{caller}` calls `{stale.reached.ref.function.name}()`"
     text = (
-        f"Post to {routes} right after `/reset_prefix_cache` (vLLM's API server has them in "
+        f"Post to {_routes(methods, context)} right after `/reset_prefix_cache` (vLLM's API server has them in "
         "development mode, like it; a server of the project's own needs them added)"
     )
     if cls:
@@ -260,21 +258,18 @@ def _unknown_client(stale: StalePrefixReset, context: Context) -> bool:
     """A prefix reset called on a receiver named like a client, of a class not known where it is called,
     when no class of the project has some of the other resets (its own client would have them)."""
     event = stale.event
-    if event.via not in ("direct", "alias") or not named_like_client(event):
+    if event.via not in ("direct", "alias") or event.receiver_class or not event.chain:
         return False
-    return bool(_lacking_everywhere([METHODS[cache] for cache in stale.missing], context))
-
-
-def _lacking_everywhere(methods: list[str], context: Context) -> list[str]:
-    """The methods no class of the project defines."""
-    defined = context.project.functions_by_name
-    return [method for method in methods if not any(ref.function.cls for ref in defined.get(method, []))]
+    methods = [METHODS[cache] for cache in stale.missing]
+    return provenance.named_like_client(event.chain[-1]) and bool(
+        provenance.defined_by_no_class(context.project, methods)
+    )
 
 
 def _unknown_client_help(stale: StalePrefixReset, methods: list[str], context: Context) -> str:
     """What to add when the prefix reset is called on a client whose class is not known where it is called."""
     event = stale.event
-    lacking = " or ".join(f"`{method}()`" for method in _lacking_everywhere(methods, context))
+    lacking = " or ".join(f"`{method}()`" for method in provenance.defined_by_no_class(context.project, methods))
     return (
         f"`{event.receiver}` is named like a client of a vLLM server, its class is not known here, and no class "
         f"of the project has {lacking}: right after `{event.receiver}.reset_prefix_cache()`, reset them through "

@@ -26,27 +26,12 @@ LOST_EFFECT = {
 ENGINE_LEVEL_CLASSES = (EngineClass.ASYNC_LLM, EngineClass.LLM_ENGINE, EngineClass.LLM)
 
 
-def _last_name(event: ResetEvent) -> str:
-    return event.chain[-1].lower() if event.chain else ""
-
-
 def assumed_class(event: ResetEvent) -> EngineClass:
-    """The receiver's class, or the likeliest engine class for an unknown receiver: an `AsyncLLM` in
-    async code, a `vllm.LLM` when named like one (`self.llm`, `rollout_llm`: the usual spelling of the
-    sync class), else an `LLMEngine`."""
+    """The receiver's class, or the likeliest engine class for an unknown receiver
+    (`provenance.likeliest_engine`)."""
     if event.receiver_class:
         return EngineClass(event.receiver_class)
-    if event.awaited or event.in_async:
-        return EngineClass.ASYNC_LLM
-    last = _last_name(event)
-    return EngineClass.LLM if last == "llm" or last.endswith("_llm") else EngineClass.LLM_ENGINE
-
-
-def named_like_client(event: ResetEvent) -> bool:
-    """An unknown receiver named like a client of a server (`self.vllm_client`), not like vLLM's
-    `EngineClient`: its methods are whatever its class (the project's or another library's) offers."""
-    last = _last_name(event)
-    return not event.receiver_class and "client" in last and "engine" not in last
+    return provenance.likeliest_engine(event.chain, event.awaited or event.in_async)
 
 
 def first_release(facts: Facts, event: ResetEvent, method: str | None = None) -> Version | None:
@@ -84,8 +69,7 @@ def looks_like_engine(event: ResetEvent) -> bool:
     `sleep()` are not engine sleeps."""
     if event.receiver_class:
         return EngineClass(event.receiver_class) in ENGINE_LEVEL_CLASSES
-    last = event.chain[-1].lower() if event.chain else ""
-    return "engine" in last or "llm" in last
+    return bool(event.chain) and provenance.named_like_engine(event.chain[-1])
 
 
 def clears_caches(event: ResetEvent) -> bool:

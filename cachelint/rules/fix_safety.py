@@ -6,7 +6,9 @@ changes add, with `ast`):
   in the inserted code guards it; on an SGLang class (`Engine`, `TokenizerManager`), the same against
   the SGLang facts and the supported SGLang releases (a project subclass that defines the method
   answers for it);
-- on a project class, the class (or a project base) defines the method;
+- on a project class, the class (or a project base) defines the method; on an object of unknown class
+  named like a client (`self.vllm_client`), some class of the project defines it (another library's
+  client, TRL's `VLLMClient`, has no cache resets but the prefix one);
 - never on another engine's object, and never vLLM's methods on SGLang's nor SGLang's on vLLM's;
 - `await` only in an `async def`, and a coroutine method of vLLM's async engine awaited there;
 - no reset the function already performs on the same receiver with nothing in between;
@@ -193,8 +195,14 @@ def _call_problems(
             problems.append(f"`{cls}` has no `{call.method}`: add it to `{cls}` first")
     elif call.method not in VLLM_METHODS:
         pass  # SGLang's method on an object of unknown class: nothing says which class to check
+    elif (
+        found.kind is Kind.UNKNOWN
+        and provenance.named_like_client(chain[-1])
+        and provenance.defined_by_no_class(context.project, [call.method])
+    ):
+        problems.append(f"`{call.receiver}` is named like a client and no class of the project has `{call.method}`")
     else:
-        cls = found.engine_class or (EngineClass.ASYNC_LLM if call.awaited else EngineClass.LLM_ENGINE)
+        cls = found.engine_class or provenance.likeliest_engine(chain, call.awaited)
         problems.extend(_vllm_problems(call, cls, function, releases, context))
     if isinstance(change, InsertAfter) and _repeats(call, change, function):
         problems.append(f"`{function.name}` already calls `{call.receiver}.{call.method}()` right before this point")
@@ -205,7 +213,7 @@ def _vllm_problems(
     call: InsertedCall, cls: EngineClass, function: FunctionSummary, releases: list[Version], context: Context
 ) -> list[str]:
     fact = context.facts.get(call.method, cls)
-    if fact is None:
+    if fact is None or fact.first_release is None:  # a fact without a first release: never added
         return [f"vLLM's {cls.short} has no `{call.method}`"]
     return _fact_problems(call, fact, f"{cls.short}.{call.method}", "vLLM", releases, function)
 

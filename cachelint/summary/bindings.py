@@ -227,8 +227,7 @@ class Bindings(Walker):
         call = value.value if isinstance(value, ast.Await) else value
         if not isinstance(call, ast.Call):
             return
-        last = (target.id if isinstance(target, ast.Name) else target.attr).lower()
-        if "engine" not in last and "llm" not in last:
+        if not provenance.named_like_engine(target.id if isinstance(target, ast.Name) else target.attr):
             return
         name = last_name(call.func)
         if name[:1].isupper() or _BUILDER_NAME.match(name):
