@@ -587,7 +587,9 @@ class Analyzer:
             return None
         inputs = {
             "root": str(self._absolute_root),
-            "supported": [[[str(version) for version in each.releases], each.source] for each in supported],
+            "supported": [
+                [[str(version) for version in each.releases], each.source, each.floor_declared] for each in supported
+            ],
             "targets": [[loaded.display, loaded.cache_key] for loaded in targets],
             "named": sorted(named),
             "project": [[loaded.display, loaded.cache_key] for loaded in project],

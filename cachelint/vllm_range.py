@@ -68,6 +68,9 @@ class SupportedRange:
     assumed: bool = False  # nothing said which releases: every known one is assumed
     beyond_known: bool = False  # it allows releases newer than the newest the facts know
     newer_only: bool = False  # it allows only those: the newest known release stands in for them
+    # The project says which release is the oldest it runs on (a lower bound or an exact release); not
+    # when the range is assumed or its requirements bound it only from above, or not at all.
+    floor_declared: bool = True
     notes: tuple[str, ...] = ()  # what could not be read, for the warnings
     dist: Distribution = VLLM
 
@@ -187,7 +190,9 @@ def _in_project(project: Path | None) -> str:
 def every_release(project: Path | None = None, notes: Iterable[str] = (), dist: Distribution = VLLM) -> SupportedRange:
     where = _in_project(project)
     source = f"no {dist.label} pin found{where}: every known release"
-    return SupportedRange(known_releases(dist), source, assumed=True, notes=tuple(notes), dist=dist)
+    return SupportedRange(
+        known_releases(dist), source, assumed=True, notes=tuple(notes), dist=dist, floor_declared=False
+    )
 
 
 def from_specifier(spec: str, source: str, dist: Distribution = VLLM) -> SupportedRange:
@@ -211,7 +216,12 @@ def from_specifier(spec: str, source: str, dist: Distribution = VLLM) -> Support
         raise EmptyRangeError(
             f"{spec!r} matches no {dist.label} release cachelint knows ({_known_label(dist)})", source
         )
-    return SupportedRange(releases, source, beyond_known=beyond, dist=dist)
+    return SupportedRange(releases, source, beyond_known=beyond, dist=dist, floor_declared=bounds_below(specifier))
+
+
+def bounds_below(specifier: SpecifierSet) -> bool:
+    """Whether `specifier` names an oldest release: a clause other than `<`, `<=` and `!=`."""
+    return any(clause.operator not in ("<", "<=", "!=") for clause in specifier)
 
 
 def newest_standing_in(source: str, pins: tuple[Pin, ...], dist: Distribution) -> SupportedRange:
@@ -355,6 +365,7 @@ def read_supported_range(root: Path, dist: Distribution = VLLM) -> SupportedRang
     allowed: set[Version] = set()
     contributing: list[Alternative] = []
     beyond = False
+    floor_declared = True
     for alternative in declared.alternatives:
         specifier = SpecifierSet()
         for pin in alternative:
@@ -364,6 +375,7 @@ def read_supported_range(root: Path, dist: Distribution = VLLM) -> SupportedRang
         if releases:
             allowed |= releases
             contributing.append(alternative)
+            floor_declared = floor_declared and bounds_below(specifier)
     pins = tuple(dict.fromkeys(pin for alternative in declared.alternatives for pin in alternative))
     if not allowed and beyond:
         return newest_standing_in(describe_pins(pins), pins, dist)
@@ -382,7 +394,9 @@ def read_supported_range(root: Path, dist: Distribution = VLLM) -> SupportedRang
         if pin.specifier is None
     )
     ordered = tuple(release for release in known if release in allowed)
-    return SupportedRange(ordered, describe_pins(used), used, beyond_known=beyond, notes=notes, dist=dist)
+    return SupportedRange(
+        ordered, describe_pins(used), used, beyond_known=beyond, notes=notes, dist=dist, floor_declared=floor_declared
+    )
 
 
 def describe_pins(pins: Iterable[Pin]) -> str:

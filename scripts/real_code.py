@@ -137,6 +137,7 @@ CORPUS = (
     Dist("verifiers", "0.4.0"),
     Dist("torchrl", "0.14.1"),
     Dist("axolotl", "0.19.0"),
+    Dist("ray", "2.60.0"),
 )
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_runner import DEMO, NO_PIN_WARNING, cachelint, check, environment
+from cli_runner import DEMO, NO_PIN_WARNING, cachelint, check, environment, write_tree
 from fixture_cases import FIXTURES, Case, analyze_case, rule_cases
 
 import cachelint as package
@@ -236,6 +236,24 @@ def test_changed_file_is_analysed_again(tmp_path: Path) -> None:
     assert {(f.code, f.span.line - 2) for f in after if f.path == changed} == {
         (f.code, f.span.line) for f in before if f.path == changed
     }
+
+
+def test_a_pin_that_names_an_oldest_release_is_a_new_run(tmp_path: Path) -> None:
+    """`<0.5.21` and `>=0.4.6,<0.5.21` hold the same releases, from the same file, but only the second
+    says the project runs on 0.4.6-0.5.3, which lack the method called."""
+    rollout = (
+        "import sglang as sgl\n\n\nclass Rollout:\n    def __init__(self, path):\n"
+        "        self.engine = sgl.Engine(model_path=path)\n\n"
+        "    def update_weights(self, handles):\n        self.engine.update_weights_from_ipc(handles)\n"
+    )
+    project = write_tree(tmp_path / "project", {"rollout.py": rollout, "requirements.txt": "sglang<0.5.21\n"})
+    unsaid = engine.analyze([project], CACHED, use_cache=True)
+    (project / "requirements.txt").write_text("sglang>=0.4.6,<0.5.21\n", encoding="utf-8")
+    said = engine.analyze([project], CACHED, use_cache=True)
+    ranges = [analysis.projects[0].sglang for analysis in (unsaid, said)]
+    assert ranges[0] is not None and ranges[1] is not None and ranges[0].releases == ranges[1].releases
+    assert [finding.code for finding in unsaid.findings] == []
+    assert [finding.code for finding in said.findings] == ["CL204"]
 
 
 def corrupt_database(folder: Path) -> None:

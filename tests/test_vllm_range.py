@@ -317,6 +317,32 @@ def test_no_pin_means_every_release(tmp_path: Path) -> None:
     assert supported.oldest == Version("0.6.0")
 
 
+@pytest.mark.parametrize(
+    ("requirements", "floor"),
+    [
+        ("vllm>=0.18\n", True),
+        ("vllm==0.24.0\n", True),
+        ("vllm~=0.20.1\n", True),
+        ("vllm<0.20\n", False),
+        ("vllm!=0.19.0,<=0.22.0\n", False),
+        ("vllm\n", False),
+        ("vllm @ git+https://github.com/vllm-project/vllm@v0.25.1\n", False),
+        # one way to install the project that names no oldest release leaves the floor unsaid
+        ("vllm>=0.18; python_version >= '3.11'\nvllm<0.20; python_version < '3.11'\n", False),
+    ],
+)
+def test_whether_the_pins_name_an_oldest_release(tmp_path: Path, requirements: str, floor: bool) -> None:
+    write_tree(tmp_path, {"requirements.txt": requirements})
+    assert read_supported_range(tmp_path).floor_declared is floor
+
+
+def test_an_assumed_range_names_no_oldest_release_and_a_setting_may(tmp_path: Path) -> None:
+    assert not read_supported_range(tmp_path).floor_declared
+    assert from_specifier(">=0.18", "--vllm").floor_declared
+    assert from_specifier("0.24.0", "--vllm").floor_declared
+    assert not from_specifier("<0.20", "--vllm").floor_declared
+
+
 def test_invalid_pyproject_is_ignored_for_the_range(tmp_path: Path) -> None:
     write_tree(tmp_path, {"pyproject.toml": "[project\nname="})
     supported = read_supported_range(tmp_path)

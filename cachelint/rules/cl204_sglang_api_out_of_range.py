@@ -11,7 +11,7 @@ from cachelint.facts import ApiFact, SglangClass
 from cachelint.finding import Applicability, Finding, Fix, ReplaceExpression
 from cachelint.provenance import Kind
 from cachelint.rules.base import Context, Rule, RuleInfo
-from cachelint.rules.sglang import SglangCall, describe, sglang_calls, uses_sglang
+from cachelint.rules.sglang import SglangCall, describe, sglang_calls, stated_releases, uses_sglang
 from cachelint.summary import RESET_METHODS, SGLANG_METHODS, FileSummary, FunctionSummary, ResetEvent
 
 CHECKED = SGLANG_METHODS | {"pause_generation"}
@@ -53,9 +53,11 @@ class SglangApiOutOfRange(Rule):
         fact = _fact(context, event.method, cls)
         supported = list(context.sglang_range.releases)
         shown = _shown(event)
+        first = fact.first_release if fact is not None else None
         lacking = [release for release in supported if fact is None or not fact.exists_in(release)]
+        if fact is not None:
+            lacking = stated_releases(context, lacking, first)
         if lacking:
-            first = fact.first_release if fact is not None else None
             since = f"only from SGLang {first}" if first else "in no release"
             yield self._finding(
                 file,
@@ -85,9 +87,10 @@ class SglangApiOutOfRange(Rule):
         if cls is SglangClass.TOKENIZER_MANAGER:
             # TokenizerManager methods take a request object; `pause_generation` took none before `obj`.
             if event.method == "pause_generation" and (event.positional or "mode" in event.keywords):
+                since = fact.param_since("obj")
                 lacking = [release for release in supported if not fact.takes_param("obj", release)]
+                lacking = stated_releases(context, lacking, since)
                 if lacking:
-                    since = fact.param_since("obj")
                     yield self._finding(
                         file,
                         call,
@@ -97,10 +100,11 @@ class SglangApiOutOfRange(Rule):
                     )
             return
         for keyword in event.keyword_spans:
+            since = fact.param_since(keyword)
             lacking = [release for release in supported if not fact.takes_param(keyword, release)]
+            lacking = stated_releases(context, lacking, since)
             if not lacking:
                 continue
-            since = fact.param_since(keyword)
             taken = f"takes `{keyword}` only from SGLang {since}" if since else f"never takes `{keyword}`"
             yield self._finding(
                 file,

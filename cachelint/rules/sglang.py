@@ -202,11 +202,13 @@ def callers(context: Context, ref: FunctionRef) -> Iterator[tuple[FunctionRef, C
                 yield caller, call
 
 
-def releases_lacking(context: Context, method: str, cls: SglangClass) -> list[Version]:
-    """The supported SGLang releases on which `cls` has no `method` (per the SGLang facts)."""
-    name = f"POST /{method}" if cls is SglangClass.HTTP else method
-    fact = context.sglang_facts.get(name, cls.value)
-    return [release for release in context.sglang_range.releases if fact is None or not fact.exists_in(release)]
+def stated_releases(context: Context, releases: list[Version], since: Version | None) -> list[Version]:
+    """Those of `releases` (supported releases a call fails on) that the project says it runs on: all of
+    them, but those before `since` (the release that added what the call needs) when the project names no
+    oldest release, for code that makes the call unguarded says it needs `since` or later."""
+    if since is None or context.sglang_range.floor_declared:
+        return releases
+    return [release for release in releases if release >= since]
 
 
 def describe(releases: list[Version]) -> str:
