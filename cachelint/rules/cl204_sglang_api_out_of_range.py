@@ -11,7 +11,14 @@ from cachelint.facts import ApiFact, SglangClass
 from cachelint.finding import Applicability, Finding, Fix, ReplaceExpression
 from cachelint.provenance import Kind
 from cachelint.rules.base import Context, Rule, RuleInfo
-from cachelint.rules.sglang import SglangCall, describe, sglang_calls, stated_releases, uses_sglang
+from cachelint.rules.sglang import (
+    SglangCall,
+    describe,
+    sglang_calls,
+    stated_releases,
+    subclasses_sglang,
+    uses_sglang,
+)
 from cachelint.summary import RESET_METHODS, SGLANG_METHODS, FileSummary, FunctionSummary, ResetEvent
 
 CHECKED = SGLANG_METHODS | {"pause_generation"}
@@ -72,7 +79,7 @@ class SglangApiOutOfRange(Rule):
         assert fact is not None
         if cls is not SglangClass.HTTP:
             yield from self._arguments(file, call, fact, supported, context)
-        if event.method in SESSION_UPDATES:
+        if event.method in SESSION_UPDATES and not _forwarded_for_callers(context, call):
             yield from self._session(file, call, context)
 
     def _arguments(
@@ -176,6 +183,29 @@ def _project_defines(context: Context, call: SglangCall) -> bool:
         return True
     own = call.ref.function.cls
     return call.event.chain == ["self"] and bool(own) and provenance.defines(context.project, own, method)
+
+
+def _forwarded_for_callers(context: Context, call: SglangCall) -> bool:
+    """Whether `call` is how a project method of the same name forwards the update (siirl's
+    `AsyncEngine.update_weights_from_tensor`, of a subclass of SGLang's Engine, awaiting
+    `tokenizer_manager.update_weights_from_tensor`) and the project calls that method on an object of
+    that class, or on SGLang's Engine when the class derives from it: a session belongs around those
+    calls, where it is reported."""
+    method = call.event.method
+    cls = call.ref.function.cls
+    if call.ref.function.name != method or not cls:
+        return False
+    engine_like = subclasses_sglang(context, cls)
+    for other in sglang_calls(context, SESSION_UPDATES):
+        if other is call or other.event.method != method or other.receiver.kind is not Kind.SGLANG:
+            continue  # calls on other receivers are not judged: they report nothing
+        target = other.receiver.project_class
+        if target is None:
+            if engine_like and other.receiver.sglang_class is SglangClass.ENGINE:
+                return True
+        elif any(ref.key == call.ref.key for ref in provenance.methods(context.project, target.cls.name, method)):
+            return True
+    return False
 
 
 def _opens_session(context: Context) -> bool:

@@ -62,7 +62,7 @@ def sglang_receiver(
         return found
     if found.kind is Kind.PROJECT and found.project_class is not None:
         cls = found.project_class.cls.name
-        if _subclasses_sglang(context, cls):
+        if subclasses_sglang(context, cls):
             why = f"{found.why}, a subclass of SGLang's Engine"
             return Receiver(Kind.SGLANG, why, project_class=found.project_class, sglang_class=SglangClass.ENGINE)
         if forwards(context, cls, event.method):
@@ -78,7 +78,8 @@ def sglang_receiver(
     return None
 
 
-def _subclasses_sglang(context: Context, cls: str) -> bool:
+def subclasses_sglang(context: Context, cls: str) -> bool:
+    """Whether the project class `cls` is SGLang's (its `Engine`) or derives from one."""
     project = context.project
     for name in (cls, *project.base_classes(cls)):
         for owner, summary in project.classes_by_name.get(name, []):
