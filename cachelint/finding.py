@@ -113,7 +113,7 @@ class InsertAfter(Change):
 
 @dataclass(frozen=True)
 class InsertBefore(Change):
-    """Run `statements` right before the simple statement at `statement`."""
+    """Run `statements` right before the simple statement (or `if` statement) at `statement`."""
 
     statement: Span
     statements: tuple[NewStatement, ...]

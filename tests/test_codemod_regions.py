@@ -15,7 +15,7 @@ from fixture_cases import FIXTURES, Case, rule_cases
 from cachelint.codemod import reader, regions
 from cachelint.codemod.transform import WHOLE_FILE, RewriteError, Rewriter, SourceTree
 from cachelint.engine import analyze
-from cachelint.finding import Applicability, Edit, Fix, InsertAfter, NewStatement, Span
+from cachelint.finding import Applicability, Edit, Fix, InsertAfter, InsertBefore, NewStatement, Span
 
 CASES = rule_cases()
 
@@ -166,6 +166,18 @@ def test_a_region_indented_unlike_the_file_falls_back_to_the_whole_file() -> Non
     assert edits is not None
     assert "\t" in edits["f.py"][0].content  # the file's indentation, under the guard
     assert [tree for (_, region), tree in rewriter.trees.items() if region != WHOLE_FILE] == [None]
+
+
+def test_a_statement_goes_before_an_if_and_above_the_comment_lines_of_it() -> None:
+    text = (
+        "def launch(fast):\n    args = {}\n\n    # a launch per release\n    if fast:\n        run(args)\n"
+        "    elif args:\n        run(args, slow=True)\n    else:\n        run({})\n"
+    )
+    chain = ast.parse(text).body[0].body[1]  # type: ignore[attr-defined]
+    where = Span(chain.lineno, chain.col_offset + 1, chain.end_lineno, chain.end_col_offset + 1)
+    change = InsertBefore("f.py", where, (NewStatement('os.environ["X"] = "0"'),))
+    rewritten = SourceTree.parse(text).rewrite([change]).code
+    assert rewritten == text.replace("\n\n    # a launch", '\n    os.environ["X"] = "0"\n\n    # a launch')
 
 
 BEFORE = """\

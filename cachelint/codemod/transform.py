@@ -105,7 +105,7 @@ class SourceTree:
             anchor = self._node(change.statement, (cst.BaseSmallStatement, cst.With))
             targets.inserts[anchor].extend(targets.statement(new) for new in change.statements)
         elif isinstance(change, InsertBefore):
-            anchor = self._node(change.statement, cst.BaseSmallStatement)
+            anchor = self._node(change.statement, (cst.BaseSmallStatement, cst.If))
             targets.before[anchor].extend(targets.statement(new) for new in change.statements)
         elif isinstance(change, RemoveStatement):
             targets.removals.add(self._node(change.statement, cst.BaseSmallStatement))
@@ -265,6 +265,8 @@ class _Rewriter(cst.CSTTransformer):
                 assert isinstance(after, cst.If)
                 lines, footer = _unwrapped(after)
                 carried += footer
+            elif before in self.targets.before:  # an `if`: it keeps the comment lines above it
+                lines = [*self.targets.before[before], after]
             else:
                 lines = [after]
             if carried and lines:

@@ -3,6 +3,7 @@ multimodal embedding cache is on."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Iterator
 
@@ -17,6 +18,7 @@ from cachelint.finding import (
     InsertBefore,
     NewStatement,
     ReplaceKeyword,
+    Span,
 )
 from cachelint.multimodal import Evidence, content_part, nearest
 from cachelint.rules.base import Context, Rule, RuleInfo
@@ -199,8 +201,30 @@ def _fix(context: Context) -> Fix:
     return Fix(
         f"Set {VARIABLE}=0 where SGLang is launched ({sites})",
         Applicability.UNSAFE,
-        changes=tuple(change for change in changes if change is not None),
+        changes=tuple(_once_per_chain(launches, changes)),
     )
+
+
+def _once_per_chain(launches: list[tuple[FileSummary, Launch]], changes: list[Change | None]) -> list[Change]:
+    """`changes`, but the variable set once before an if/elif/else chain rather than in each branch when
+    every branch launches SGLang (verl's launch per SGLang release)."""
+    chains: list[tuple[str, Span] | None] = [
+        (file.path, launch.chain_span) if isinstance(change, InsertBefore) and launch.chain_span else None
+        for (file, launch), change in zip(launches, changes, strict=True)
+    ]
+    held: dict[tuple[str, Span], set[int]] = {}
+    for chain, (_, launch) in zip(chains, launches, strict=True):
+        if chain is not None:
+            held.setdefault(chain, set()).add(launch.branch)
+    merged: list[Change] = []
+    done: set[tuple[str, Span]] = set()
+    for chain, (_, launch), change in zip(chains, launches, changes, strict=True):
+        if chain is None or held[chain] != set(range(launch.branches)):
+            merged += [change] if change is not None else []
+        elif chain not in done and isinstance(change, InsertBefore):
+            done.add(chain)
+            merged.append(dataclasses.replace(change, statement=chain[1]))
+    return merged
 
 
 def _change(file: FileSummary, launch: Launch) -> Change | None:

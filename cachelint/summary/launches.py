@@ -85,6 +85,7 @@ class Launches(Requests):
     def _launch(self, node: ast.Call, kind: str) -> None:
         statement = self.statement()
         env = next((keyword for keyword in node.keywords if keyword.arg == "env"), None)
+        chain, branch, branches = self._branch_holding(statement)
         self.summary.launches.append(
             Launch(
                 function=self.frame.function.qualname,
@@ -94,8 +95,38 @@ class Launches(Requests):
                 at_statement_level=statement is not None and self.header() is None,
                 env_span=self.source.span(env) if env is not None else None,
                 env_value=self.source.segment(env.value) if env is not None else "",
+                chain_span=self.source.span(chain) if chain is not None else None,
+                branch=branch,
+                branches=branches,
             )
         )
+
+    def _branch_holding(self, statement: ast.stmt | None) -> tuple[ast.If | None, int, int]:
+        """The `if` opening the if/elif/else chain a branch of which holds `statement` as its own, the
+        branch, and the chain's branches (Launch.chain_span); (None, 0, 0) when no branch holds it."""
+        conditions = self.frame.conditions
+        if statement is None or not conditions:
+            return None, 0, 0
+        _, positive, kind, owner = conditions[-1]
+        if kind not in ("if", "else") or not isinstance(owner, ast.If):
+            return None, 0, 0
+        if not any(item is statement for item in (owner.body if positive else owner.orelse)):
+            return None, 0, 0
+        branch = 0 if positive else 1
+        level = len(conditions) - 1
+        while id(owner) in self.elifs and level > 0:  # climb to the `if` of the chain
+            _, _, kind, parent = conditions[level - 1]
+            if kind != "else" or not isinstance(parent, ast.If):
+                break
+            owner, level, branch = parent, level - 1, branch + 1
+        branches = 2  # the `if` and its `else`, written or not
+        current = owner
+        while (
+            len(current.orelse) == 1 and isinstance(current.orelse[0], ast.If) and id(current.orelse[0]) in self.elifs
+        ):
+            current = current.orelse[0]
+            branches += 1
+        return owner, branch, branches
 
 
 def _names_sglang(value: ast.expr) -> bool:

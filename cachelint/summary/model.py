@@ -228,6 +228,11 @@ class Launch:
     at_statement_level: bool  # the statement is a line of its own in a block (code can go before it)
     env_span: Span | None = None  # the `env=...` keyword of a subprocess call, if any
     env_value: str = ""
+    # The `if` statement opening the if/elif/else chain one of whose branches holds the statement as its
+    # own, which branch (0 for the `if`), and how many the chain has (a missing `else` counts).
+    chain_span: Span | None = None
+    branch: int = 0
+    branches: int = 0
 
 
 @dataclass
@@ -309,7 +314,8 @@ class FileSummary:
         def launch(raw: dict[str, Any]) -> Launch:
             spans = {k: span(raw[k]) for k in ("span", "statement_span")}
             env = span(raw["env_span"]) if raw.get("env_span") else None
-            return Launch(**{**raw, **spans, "env_span": env})
+            chain = span(raw["chain_span"]) if raw.get("chain_span") else None
+            return Launch(**{**raw, **spans, "env_span": env, "chain_span": chain})
 
         return cls(
             path=data["path"],
