@@ -41,6 +41,8 @@ class WorkerOnlyCacheReset(Rule):
     def _is_worker_only(
         self, file: FileSummary, function: FunctionSummary, event: ResetEvent, context: Context
     ) -> bool:
+        if function.name == _engine_method(event) and _in_worker_extension(file, function, context):
+            return False  # the worker's own reset, which the engine-level reset runs on every worker
         if event.method == "clear":
             return _owner_is_worker(file, function, event.chain[:-1], context)
         if event.method not in WORKER_RESETS:
