@@ -21,6 +21,12 @@ class Span:
     def to_json(self) -> list[int]:
         return [self.line, self.col, self.end_line, self.end_col]
 
+    def contains(self, other: Span) -> bool:
+        return (self.line, self.col) <= (other.line, other.col) and (other.end_line, other.end_col) <= (
+            self.end_line,
+            self.end_col,
+        )
+
     @classmethod
     def from_json(cls, data: list[int]) -> Span:
         return cls(*data)

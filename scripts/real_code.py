@@ -112,6 +112,7 @@ CORPUS = (
     Dist("trl", "1.14.2"),
     Dist("trl", "1.16.0"),
     Dist("openrlhf", "0.8.11"),
+    Dist("openrlhf", "0.9.5"),
     Dist("openrlhf", "0.9.10"),
     Dist("openrlhf", "0.10.4"),
     Dist("openrlhf", "0.11.2"),

@@ -21,9 +21,11 @@ FORCE = "reset_running_requests"
 # engine was idle while asleep).
 QUIESCE_PREFIXES = ("pause", "drain", "sleep", "wake_up", "wait_for_requests_to_drain", "wait_for_engine_idle")
 SINGLE_ABORTS = frozenset({"abort", "abort_request", "abort_requests"})
-# Bytes a file holds when it calls something named like a quiesce: one that may pause before it calls a
-# refit root, which the engine then parses even when it holds no trigger word.
-QUIESCE_WORDS = tuple(prefix.encode() for prefix in (*QUIESCE_PREFIXES, "abort"))
+# What a lock's name holds (`engine_lock`, `_weight_sync_lock`, `vllm_lock`).
+LOCK_WORD = "lock"
+# Bytes a file holds when it calls something named like a quiesce or takes a lock: one that may pause
+# before it calls a refit root, which the engine then parses even when it holds no trigger word.
+QUIESCE_WORDS = tuple(prefix.encode() for prefix in (*QUIESCE_PREFIXES, "abort", LOCK_WORD))
 NOT_ENGINES = frozenset({"asyncio", "time", "trio", "anyio", "gevent", "eventlet"})
 KEEP_MODE = ('"keep"', "'keep'")
 MAX_WRAPPER_DEPTH = 3
@@ -139,7 +141,49 @@ def _pause_quiesces(pause: ResetEvent, context: Context) -> bool:
 
 
 def _quiesces_before(ref: FunctionRef, span: Span, context: Context) -> bool:
-    return any(call.span < span and _call_quiesces(ref, call, context) for call in ref.function.calls)
+    if any(call.span < span and _call_quiesces(ref, call, context) for call in ref.function.calls):
+        return True
+    takers = _lock_takers(context)
+    return any(len(takers.get(name, ())) > 1 for name in _locks_held_at(ref, span))
+
+
+def _lock_call(call: CallSite, method: str) -> str:
+    """The last name of the lock that `call` acquires or releases (`self.engine_lock.acquire()`, through
+    Ray `self.engine_lock.acquire.remote()`), else ""."""
+    if call.name == method and call.chain and LOCK_WORD in call.chain[-1].lower():
+        return call.chain[-1]
+    return ""
+
+
+def _locks_held_at(ref: FunctionRef, span: Span) -> set[str]:
+    """The locks that the function holds at `span`: in the body of a `with` of the lock, or acquired
+    before it and not released in between."""
+    held = {name for name, body in ref.function.locks if body.contains(span)}
+    for call in sorted(ref.function.calls, key=lambda call: call.span):
+        if not call.span < span:
+            break
+        if acquired := _lock_call(call, "acquire"):
+            held.add(acquired)
+        elif released := _lock_call(call, "release"):
+            held.discard(released)
+    return held
+
+
+def _lock_takers(context: Context) -> dict[str, set[tuple[str, str]]]:
+    """The functions of the project that take each lock, by the lock's last name. A lock is a pause when
+    some other function, generation presumably, takes it too: one that only the refit takes stops
+    nothing."""
+
+    def takers() -> dict[str, set[tuple[str, str]]]:
+        found: dict[str, set[tuple[str, str]]] = {}
+        for ref in context.project.functions():
+            names = [name for name, _ in ref.function.locks]
+            names += [name for call in ref.function.calls if (name := _lock_call(call, "acquire"))]
+            for name in names:
+                found.setdefault(name, set()).add(ref.key)
+        return found
+
+    return context.project.memoized("CL007-locks", takers)
 
 
 def _quiesced_before(reached: Reached, event: ResetEvent, context: Context) -> bool:

@@ -198,6 +198,9 @@ class FunctionSummary:
     # Objects named like an engine (`self.engine`, `llm`) assigned the result of a call here, with the
     # call: the receiver text and where it was built.
     built: list[tuple[str, Span]] = field(default_factory=list)
+    # Locks held by a `with` statement (`async with self.engine_lock:`), by their last name (`engine_lock`),
+    # with the span of the statement's body.
+    locks: list[tuple[str, Span]] = field(default_factory=list)
 
     def called_as(self) -> tuple[str, ...]:
         """The names calls reach this function by: its own, and those it is installed under."""
@@ -308,6 +311,7 @@ class FileSummary:
                     "requests": [Request(**r) for r in raw.get("requests", [])],
                     "sglang": [event(e) for e in raw.get("sglang", [])],
                     "built": [(text, span(where)) for text, where in raw.get("built", [])],
+                    "locks": [(name, span(where)) for name, where in raw.get("locks", [])],
                 }
             )
 

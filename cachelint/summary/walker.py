@@ -24,6 +24,7 @@ from cachelint.summary.model import (
     Request,
     ResetEvent,
 )
+from cachelint.summary.nodes import last_name
 from cachelint.summary.positions import SourcePositions
 from cachelint.version_tests import VersionTestReader
 
@@ -256,11 +257,18 @@ class Walker(ast.NodeVisitor):
     def visit_With(self, node: ast.With | ast.AsyncWith) -> None:
         self.headers.append(node)
         for item in node.items:
+            self._note_lock(item.context_expr, node.body)
             self.visit(item)
         self.headers.pop()
         self.visit_block(node.body)
 
     visit_AsyncWith = visit_With
+
+    def _note_lock(self, held: ast.expr, body: list[ast.stmt]) -> None:
+        name = last_name(held)
+        if "lock" in name.lower():
+            first, last = self.source.span(body[0]), self.source.span(body[-1])
+            self.frame.function.locks.append((name, Span(first.line, first.col, last.end_line, last.end_col)))
 
 
 def abstract_kind(node: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
