@@ -144,7 +144,7 @@ def _quiesces_before(ref: FunctionRef, span: Span, context: Context) -> bool:
     if any(call.span < span and _call_quiesces(ref, call, context) for call in ref.function.calls):
         return True
     takers = _lock_takers(context)
-    return any(len(takers.get(name, ())) > 1 for name in _locks_held_at(ref, span))
+    return any(takers.get(name, set()) - {ref.key} for name in _locks_held_at(ref, span))
 
 
 def _lock_call(call: CallSite, method: str) -> str:
@@ -170,13 +170,16 @@ def _locks_held_at(ref: FunctionRef, span: Span) -> set[str]:
 
 
 def _lock_takers(context: Context) -> dict[str, set[tuple[str, str]]]:
-    """The functions of the project that take each lock, by the lock's last name. A lock is a pause when
-    some other function, generation presumably, takes it too: one that only the refit takes stops
-    nothing."""
+    """The functions of the project, weight-update roots aside, that take each lock, by the lock's last
+    name. A lock is a pause when such a function, generation presumably, takes it too: one that only
+    refits take stops nothing."""
+    roots = context.settings.all_refit_functions
 
     def takers() -> dict[str, set[tuple[str, str]]]:
         found: dict[str, set[tuple[str, str]]] = {}
         for ref in context.project.functions():
+            if roots.intersection(ref.function.called_as()):
+                continue
             names = [name for name, _ in ref.function.locks]
             names += [name for call in ref.function.calls if (name := _lock_call(call, "acquire"))]
             for name in names:
