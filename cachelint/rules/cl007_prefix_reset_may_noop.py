@@ -31,6 +31,10 @@ KEEP_MODE = ('"keep"', "'keep'")
 MAX_WRAPPER_DEPTH = 3
 
 
+# A function taking a lock: its key (file, qualname) and its class.
+Taker = tuple[tuple[str, str], str]
+
+
 @dataclass(frozen=True)
 class NoopRisk:
     reached: Reached
@@ -144,7 +148,17 @@ def _quiesces_before(ref: FunctionRef, span: Span, context: Context) -> bool:
     if any(call.span < span and _call_quiesces(ref, call, context) for call in ref.function.calls):
         return True
     takers = _lock_takers(context)
-    return any(takers.get(name, set()) - {ref.key} for name in _locks_held_at(ref, span))
+    return any(_taken_elsewhere(ref, name, takers) for name in _locks_held_at(ref, span))
+
+
+def _taken_elsewhere(ref: FunctionRef, name: str, takers: dict[str, set[Taker]]) -> bool:
+    """Whether a function other than `ref` takes the lock `name`. A lock named only `lock` (`self._lock`)
+    is any class's own: only a function of the same class (of the same module) counts."""
+    own = name.strip("_").lower() == LOCK_WORD
+    return any(
+        key != ref.key and (not own or (key[0] == ref.file.path and cls == ref.function.cls))
+        for key, cls in takers.get(name, ())
+    )
 
 
 def _lock_call(call: CallSite, method: str) -> str:
@@ -169,21 +183,21 @@ def _locks_held_at(ref: FunctionRef, span: Span) -> set[str]:
     return held
 
 
-def _lock_takers(context: Context) -> dict[str, set[tuple[str, str]]]:
+def _lock_takers(context: Context) -> dict[str, set[Taker]]:
     """The functions of the project, weight-update roots aside, that take each lock, by the lock's last
     name. A lock is a pause when such a function, generation presumably, takes it too: one that only
     refits take stops nothing."""
     roots = context.settings.all_refit_functions
 
-    def takers() -> dict[str, set[tuple[str, str]]]:
-        found: dict[str, set[tuple[str, str]]] = {}
+    def takers() -> dict[str, set[Taker]]:
+        found: dict[str, set[Taker]] = {}
         for ref in context.project.functions():
             if roots.intersection(ref.function.called_as()):
                 continue
             names = [name for name, _ in ref.function.locks]
             names += [name for call in ref.function.calls if (name := _lock_call(call, "acquire"))]
             for name in names:
-                found.setdefault(name, set()).add(ref.key)
+                found.setdefault(name, set()).add((ref.key, ref.function.cls))
         return found
 
     return context.project.memoized("CL007-locks", takers)
