@@ -130,6 +130,7 @@ CORPUS = (
     Dist("atroposlib", "0.4.0"),
     Dist("oat-llm", "0.2.4", python="3.10"),
     Dist("unsloth", "2025.12.1"),
+    Dist("unsloth", "2026.10.9"),
     Dist("unsloth-zoo", "2026.10.9"),
     Dist("trinity-rft", "0.5.2"),
     Dist("trinity-rft", "0.6.0"),
