@@ -14,6 +14,7 @@ from cachelint.project import FunctionRef, ProjectIndex, Reached
 from cachelint.rules.base import Context, Rule, RuleInfo, where_run
 from cachelint.rules.events import gates_allow
 from cachelint.summary import CallSite, FileSummary, ResetEvent
+from cachelint.summary.nodes import names_a_lock
 
 FORCE = "reset_running_requests"
 # Calls after which no request holds KV blocks: a pause (not mode="keep", which keeps the requests and
@@ -21,7 +22,7 @@ FORCE = "reset_running_requests"
 # engine was idle while asleep).
 QUIESCE_PREFIXES = ("pause", "drain", "sleep", "wake_up", "wait_for_requests_to_drain", "wait_for_engine_idle")
 SINGLE_ABORTS = frozenset({"abort", "abort_request", "abort_requests"})
-# What a lock's name holds (`engine_lock`, `_weight_sync_lock`, `vllm_lock`).
+# What a lock's name holds (`engine_lock`, `_weight_sync_lock`, `vllm_lock`; see `names_a_lock`).
 LOCK_WORD = "lock"
 # Bytes a file holds when it calls something named like a quiesce or takes a lock: one that may pause
 # before it calls a refit root, which the engine then parses even when it holds no trigger word.
@@ -164,7 +165,7 @@ def _taken_elsewhere(ref: FunctionRef, name: str, takers: dict[str, set[Taker]])
 def _lock_call(call: CallSite, method: str) -> str:
     """The last name of the lock that `call` acquires or releases (`self.engine_lock.acquire()`, through
     Ray `self.engine_lock.acquire.remote()`), else ""."""
-    if call.name == method and call.chain and LOCK_WORD in call.chain[-1].lower():
+    if call.name == method and call.chain and names_a_lock(call.chain[-1]):
         return call.chain[-1]
     return ""
 

@@ -3,9 +3,19 @@
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 
 from cachelint.version_tests import dotted_name, string_value
+
+# A name that says it holds a lock: `lock`, `_lock`, `vllm_lock`, `engine_lock_`, `engineLock`; not
+# `block`, `clock` or `locks`.
+_LOCK_NAME = re.compile(r"(?:^|_)lock(?:$|_)|[a-z0-9]Lock$")
+
+
+def names_a_lock(name: str) -> bool:
+    return _LOCK_NAME.search(name) is not None
+
 
 RPC_METHODS = frozenset({"collective_rpc", "collective_rpc_async"})
 DISPATCH_HELPERS = frozenset(

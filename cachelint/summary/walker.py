@@ -24,7 +24,7 @@ from cachelint.summary.model import (
     Request,
     ResetEvent,
 )
-from cachelint.summary.nodes import last_name
+from cachelint.summary.nodes import last_name, names_a_lock
 from cachelint.summary.positions import SourcePositions
 from cachelint.version_tests import VersionTestReader
 
@@ -266,7 +266,7 @@ class Walker(ast.NodeVisitor):
 
     def _note_lock(self, held: ast.expr, body: list[ast.stmt]) -> None:
         name = last_name(held)
-        if "lock" in name.lower():
+        if names_a_lock(name):
             first, last = self.source.span(body[0]), self.source.span(body[-1])
             self.frame.function.locks.append((name, Span(first.line, first.col, last.end_line, last.end_col)))
 
