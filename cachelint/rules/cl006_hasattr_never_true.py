@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from packaging.version import Version
 
 from cachelint.facts import EngineClass
-from cachelint.finding import Applicability, Finding, Fix, ReplaceExpression, Span
+from cachelint.finding import Applicability, Finding, Fix, ReplaceExpression
 from cachelint.rules.base import Context, Rule, RuleInfo
 from cachelint.rules.events import describe_releases
 from cachelint.summary import FileSummary, FunctionSummary, HasattrProbe
@@ -111,15 +111,8 @@ def _fix(file: FileSummary, function: FunctionSummary, probe: HasattrProbe) -> F
     for event in function.resets:
         if event.method != probe.attribute or event.chain != probe.chain or event.via != "direct":
             continue
-        if _inside(event.span, probe.statement_span) or (
+        if probe.statement_span.contains(event.span) or (
             probe.polarity == "negative" and event.span.line > probe.statement_span.end_line
         ):
             changes.append(ReplaceExpression(file.path, event.callee_span, f"{engine}.{probe.attribute}"))
     return Fix(f"Use `{engine}` in the probe and the guarded call", Applicability.UNSAFE, changes=tuple(changes))
-
-
-def _inside(span: Span, outer: Span) -> bool:
-    return (outer.line, outer.col) <= (span.line, span.col) and (span.end_line, span.end_col) <= (
-        outer.end_line,
-        outer.end_col,
-    )

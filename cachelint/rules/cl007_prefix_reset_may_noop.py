@@ -148,8 +148,8 @@ def _pause_quiesces(pause: ResetEvent, context: Context) -> bool:
 def _quiesces_before(ref: FunctionRef, span: Span, context: Context) -> bool:
     if any(call.span < span and _call_quiesces(ref, call, context) for call in ref.function.calls):
         return True
-    takers = _lock_takers(context)
-    return any(_taken_elsewhere(ref, name, takers) for name in _locks_held_at(ref, span))
+    # the takers are asked for only once a lock is held
+    return any(_taken_elsewhere(ref, name, _lock_takers(context)) for name in _locks_held_at(ref, span))
 
 
 def _taken_elsewhere(ref: FunctionRef, name: str, takers: dict[str, set[Taker]]) -> bool:
@@ -188,12 +188,12 @@ def _lock_takers(context: Context) -> dict[str, set[Taker]]:
     """The functions of the project, weight-update roots aside, that take each lock, by the lock's last
     name. A lock is a pause when such a function, generation presumably, takes it too: one that only
     refits take stops nothing."""
-    roots = context.settings.all_refit_functions
 
     def takers() -> dict[str, set[Taker]]:
+        roots = {root.key for root in context.project.refit_roots(context.settings.all_refit_functions)}
         found: dict[str, set[Taker]] = {}
         for ref in context.project.functions():
-            if roots.intersection(ref.function.called_as()):
+            if ref.key in roots:
                 continue
             names = [name for name, _ in ref.function.locks]
             names += [name for call in ref.function.calls if (name := _lock_call(call, "acquire"))]
