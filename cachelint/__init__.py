@@ -12,9 +12,10 @@ if TYPE_CHECKING:
     from typing import Any
 
     from cachelint.api import CheckResult, FixedSource, FixResult, check, fix
+    from cachelint.changes import Change
     from cachelint.config import ConfigError, Settings
     from cachelint.discovery import MissingPathError
-    from cachelint.finding import Applicability, Change, Edit, Finding, Fix, Span
+    from cachelint.finding import Applicability, Edit, Finding, Fix, Span
 
 _EXPORTS = {
     "check": "cachelint.api",
@@ -26,7 +27,7 @@ _EXPORTS = {
     "ConfigError": "cachelint.config",
     "MissingPathError": "cachelint.discovery",
     "Applicability": "cachelint.finding",
-    "Change": "cachelint.finding",
+    "Change": "cachelint.changes",
     "Edit": "cachelint.finding",
     "Finding": "cachelint.finding",
     "Fix": "cachelint.finding",

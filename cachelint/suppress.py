@@ -11,10 +11,13 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from cachelint.edits import source_lines
-from cachelint.finding import Applicability, Edit, Finding, Fix, ReplaceComment, Span
+from cachelint.finding import Applicability, Edit, Finding, Fix, Span
+
+if TYPE_CHECKING:  # imported where a fix is made: a run with no unused directive needs no change types
+    from cachelint.changes import ReplaceComment
 
 # CL100 is reported from here, not by a rule class; the registry may describe it with these.
 UNUSED_SUPPRESSION_CODE = "CL100"
@@ -284,6 +287,8 @@ def unused_finding(
         return None
     kept = [code for code in directive.codes if code not in unused]
     if kept and directive.codes_cols is not None:
+        from cachelint.changes import ReplaceComment
+
         first, last = (col - directive.comment_col for col in directive.codes_cols)
         text = f"{directive.comment[:first]}{', '.join(kept)}{directive.comment[last:]}"
         change = ReplaceComment(
@@ -306,6 +311,8 @@ def unused_finding(
 def removal_change(path: str, directive: Directive) -> ReplaceComment:
     """Remove the directive from its comment: the whole comment when nothing else is in it (and its line
     when the comment has the line to itself)."""
+    from cachelint.changes import ReplaceComment
+
     start = directive.col - directive.comment_col
     end = directive.end_col - directive.comment_col
     before, after = directive.comment[:start], directive.comment[end:].strip()

@@ -12,10 +12,11 @@ import libcst as cst
 import pytest
 from fixture_cases import FIXTURES, Case, rule_cases
 
+from cachelint.changes import InsertAfter, InsertBefore, NewStatement
 from cachelint.codemod import reader, regions
 from cachelint.codemod.transform import WHOLE_FILE, RewriteError, Rewriter, SourceTree
 from cachelint.engine import analyze
-from cachelint.finding import Applicability, Edit, Fix, InsertAfter, InsertBefore, NewStatement, Span
+from cachelint.finding import Applicability, Edit, Fix, Span
 
 CASES = rule_cases()
 

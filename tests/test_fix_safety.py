@@ -9,9 +9,10 @@ import textwrap
 import pytest
 from fixture_cases import Case, analyze_case, rule_cases
 
+from cachelint.changes import InsertAfter, NewStatement
 from cachelint.config import Settings
 from cachelint.facts import load_facts
-from cachelint.finding import Applicability, Finding, Fix, InsertAfter, NewStatement, Span
+from cachelint.finding import Applicability, Finding, Fix, Span
 from cachelint.project import ProjectIndex
 from cachelint.rules import Context, fix_safety
 from cachelint.summary.positions import SourcePositions

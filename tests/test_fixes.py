@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from cachelint.changes import NewStatement, ReplaceExpression
 from cachelint.config import Settings
-from cachelint.finding import Applicability, Fix, NewStatement, ReplaceExpression, Span
+from cachelint.finding import Applicability, Fix, Span
 from cachelint.fixes import fix_to_fixed_point, write_atomically, write_changes
 from cachelint.rules import cl004_mm_processor_cache_desync as cl004
 from cachelint.rules.insertions import insert_after

@@ -16,7 +16,8 @@ import jsonschema
 import pytest
 
 from cachelint import docs
-from cachelint.finding import Applicability, ChainStep, Edit, Finding, Fix, ReplaceExpression, Span
+from cachelint.changes import ReplaceExpression
+from cachelint.finding import Applicability, ChainStep, Edit, Finding, Fix, Span
 from cachelint.output import FORMATS, ReportContext, render
 from cachelint.vllm_range import from_specifier
 
@@ -700,6 +701,24 @@ def test_a_run_with_findings_without_colour_does_not_import_rich() -> None:
     assert "CL001" in done.stdout
     assert "= fix (" in done.stdout
     assert done.stderr.splitlines()[-1] == "[]"
+
+
+def test_a_run_without_fixes_does_not_make_the_change_types(tmp_path: Path) -> None:
+    """Most commits touch files no rule can flag; making the change dataclasses costs every such run."""
+    (tmp_path / "pyproject.toml").write_text("[tool.cachelint]\n")
+    (tmp_path / "train.py").write_text("def loss(batch):\n    return batch.mean()\n")
+    script = (
+        "import sys\n"
+        "from cachelint.cli import main\n"
+        "sys.argv = ['cachelint', 'check', '--no-cache', sys.argv[1]]\n"
+        "try:\n"
+        "    main()\n"
+        "finally:\n"
+        "    print('cachelint.finding' in sys.modules, 'cachelint.changes' in sys.modules, file=sys.stderr)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.splitlines()[-1] == "True False"
 
 
 def test_full_statistics(tmp_path: Path) -> None:

@@ -27,11 +27,12 @@ import libcst as cst
 from libcst.codemod import CodemodCommand, CodemodContext, SkipFile
 from libcst.metadata import BaseMetadataProvider, CodeRange, PositionProvider
 
+from cachelint.changes import Change
 from cachelint.codemod.transform import RewriteError, SourceTree
 from cachelint.config import ConfigError
 from cachelint.discovery import MissingPathError
 from cachelint.edits import overlaps
-from cachelint.finding import Change, Edit, Finding
+from cachelint.finding import Edit, Finding
 
 
 class ProjectFindings(BaseMetadataProvider[Sequence[Finding]]):

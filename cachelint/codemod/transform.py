@@ -17,14 +17,10 @@ from typing import Any, TypeVar
 import libcst as cst
 from libcst.metadata import CodePosition, CodeRange, MetadataWrapper, PositionProvider
 
-from cachelint.codemod import regions
-from cachelint.edits import diff_edits, line_starts
-from cachelint.finding import (
+from cachelint.changes import (
     AddKeyword,
     AwaitCall,
     Change,
-    Edit,
-    Fix,
     InsertAfter,
     InsertBefore,
     NewStatement,
@@ -32,9 +28,11 @@ from cachelint.finding import (
     ReplaceComment,
     ReplaceExpression,
     ReplaceKeyword,
-    Span,
     UnwrapIf,
 )
+from cachelint.codemod import regions
+from cachelint.edits import diff_edits, line_starts
+from cachelint.finding import Edit, Fix, Span
 
 NodeT = TypeVar("NodeT", bound=cst.CSTNode)
 Key = tuple[int, int, int, int]

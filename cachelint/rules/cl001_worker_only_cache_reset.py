@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from cachelint.changes import Change, NewStatement, ReplaceExpression
 from cachelint.facts import EngineClass, Scope
-from cachelint.finding import Applicability, Change, Finding, Fix, NewStatement, ReplaceExpression
+from cachelint.finding import Applicability, Finding, Fix
 from cachelint.project import FunctionRef
 from cachelint.rules.base import Context, Rule, RuleInfo
 from cachelint.rules.events import is_engine_level

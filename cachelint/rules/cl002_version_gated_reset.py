@@ -6,8 +6,9 @@ from collections.abc import Iterator
 
 from packaging.version import Version
 
+from cachelint.changes import ReplaceExpression, UnwrapIf
 from cachelint.facts import EngineClass
-from cachelint.finding import Applicability, Finding, Fix, ReplaceExpression, UnwrapIf
+from cachelint.finding import Applicability, Finding, Fix
 from cachelint.rules.base import Context, Rule, RuleInfo
 from cachelint.rules.events import assumed_class, clears_caches, first_release, is_worker_side
 from cachelint.summary import RESET_METHODS, FileSummary, Gate, ResetEvent

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from cachelint.changes import AwaitCall
 from cachelint.facts import ApiFact, EngineClass
-from cachelint.finding import Applicability, AwaitCall, Finding, Fix
+from cachelint.finding import Applicability, Finding, Fix
 from cachelint.rules.base import Context, Rule, RuleInfo
 from cachelint.rules.events import LOST_EFFECT
 from cachelint.summary import FileSummary, FunctionSummary, ResetEvent

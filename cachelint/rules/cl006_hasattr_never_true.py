@@ -7,8 +7,9 @@ from collections.abc import Iterator
 
 from packaging.version import Version
 
+from cachelint.changes import ReplaceExpression
 from cachelint.facts import EngineClass
-from cachelint.finding import Applicability, Finding, Fix, ReplaceExpression
+from cachelint.finding import Applicability, Finding, Fix
 from cachelint.rules.base import Context, Rule, RuleInfo
 from cachelint.rules.events import describe_releases
 from cachelint.summary import FileSummary, FunctionSummary, HasattrProbe

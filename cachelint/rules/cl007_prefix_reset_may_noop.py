@@ -8,8 +8,9 @@ from dataclasses import dataclass
 
 from packaging.version import Version
 
+from cachelint.changes import AddKeyword
 from cachelint.facts import EngineClass
-from cachelint.finding import AddKeyword, Applicability, Finding, Fix, Span
+from cachelint.finding import Applicability, Finding, Fix, Span
 from cachelint.project import FunctionRef, ProjectIndex, Reached
 from cachelint.rules.base import Context, Rule, RuleInfo, where_run
 from cachelint.rules.events import gates_allow

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from cachelint.changes import ReplaceExpression
 from cachelint.facts import ApiFact, EngineClass
-from cachelint.finding import Applicability, Finding, Fix, ReplaceExpression
+from cachelint.finding import Applicability, Finding, Fix
 from cachelint.rules.base import Context, Rule, RuleInfo
 from cachelint.rules.events import describe_releases
 from cachelint.summary import CallSite, FileSummary, FunctionSummary

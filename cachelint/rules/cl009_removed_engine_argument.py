@@ -6,8 +6,9 @@ from collections.abc import Iterator
 
 from packaging.version import Version
 
+from cachelint.changes import ReplaceExpression, ReplaceKeyword
 from cachelint.facts import ApiFact, EngineArgumentFact
-from cachelint.finding import Applicability, Finding, Fix, ReplaceExpression, ReplaceKeyword
+from cachelint.finding import Applicability, Finding, Fix
 from cachelint.rules.base import Context, Rule, RuleInfo
 from cachelint.rules.events import LOST_EFFECT, assumed_class, describe_releases, gates_allow
 from cachelint.summary import ArgumentUse, FileSummary, FunctionSummary, Gate, ResetEvent

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from cachelint.changes import NewStatement
 from cachelint.facts import SglangClass
-from cachelint.finding import Applicability, Finding, Fix, NewStatement
+from cachelint.finding import Applicability, Finding, Fix
 from cachelint.provenance import Kind
 from cachelint.rules.base import Context, Rule, RuleInfo
 from cachelint.rules.insertions import insert_after, insertable_after

@@ -9,17 +9,8 @@ from collections.abc import Iterator
 
 from packaging.version import Version
 
-from cachelint.finding import (
-    AddKeyword,
-    Applicability,
-    Change,
-    Finding,
-    Fix,
-    InsertBefore,
-    NewStatement,
-    ReplaceKeyword,
-    Span,
-)
+from cachelint.changes import AddKeyword, Change, InsertBefore, NewStatement, ReplaceKeyword
+from cachelint.finding import Applicability, Finding, Fix, Span
 from cachelint.multimodal import Evidence, content_part, nearest
 from cachelint.rules.base import Context, Rule, RuleInfo
 from cachelint.rules.sglang import SglangCall, describe, sglang_calls

@@ -7,8 +7,9 @@ from collections.abc import Iterator
 from packaging.version import Version
 
 from cachelint import provenance
+from cachelint.changes import ReplaceExpression
 from cachelint.facts import ApiFact, SglangClass
-from cachelint.finding import Applicability, Finding, Fix, ReplaceExpression
+from cachelint.finding import Applicability, Finding, Fix
 from cachelint.provenance import Kind
 from cachelint.rules.base import Context, Rule, RuleInfo
 from cachelint.rules.sglang import (

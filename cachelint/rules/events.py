@@ -5,8 +5,8 @@ from __future__ import annotations
 from packaging.version import Version
 
 from cachelint import provenance
+from cachelint.changes import NewStatement
 from cachelint.facts import EngineClass, Facts, Scope
-from cachelint.finding import NewStatement
 from cachelint.provenance import Kind, Receiver
 from cachelint.rules import insertions
 from cachelint.rules.base import Context

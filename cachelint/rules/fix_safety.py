@@ -26,8 +26,9 @@ from dataclasses import dataclass
 from packaging.version import Version
 
 from cachelint import provenance
+from cachelint.changes import Change, InsertAfter, InsertBefore, ReplaceExpression
 from cachelint.facts import ApiFact, EngineClass
-from cachelint.finding import Applicability, Change, Finding, Fix, InsertAfter, InsertBefore, ReplaceExpression
+from cachelint.finding import Applicability, Finding, Fix
 from cachelint.provenance import Kind
 from cachelint.rules.base import Context
 from cachelint.summary import SGLANG_METHODS, CallSite, FileSummary, FunctionSummary, ResetEvent

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TypeGuard
 
-from cachelint.finding import InsertAfter, NewStatement, RemoveStatement
+from cachelint.changes import InsertAfter, NewStatement, RemoveStatement
 from cachelint.summary import Anchor
 
 
