@@ -7,6 +7,7 @@ import pytest
 from cachelint.codemod import with_edits
 from cachelint.edits import apply_edits
 from cachelint.finding import INVALID_SYNTAX, Applicability, Edit, Finding, Span
+from cachelint.rules.cl100_unused_suppression import unused_suppressions
 from cachelint.suppress import (
     FILE_IGNORE,
     IGNORE,
@@ -16,7 +17,6 @@ from cachelint.suppress import (
     apply,
     may_be_reported_unused,
     parse_suppressions,
-    unused_suppressions,
 )
 
 PATH = "pkg/refit.py"
