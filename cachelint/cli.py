@@ -94,11 +94,10 @@ def writes_output_file(command: F) -> F:
             code = done.code
         finally:
             report, sys.stdout = sys.stdout.getvalue(), real_stdout
-        try:
-            if not output_file.parent.exists():
-                output_file.parent.mkdir(parents=True)
-            with output_file.open("w", encoding="utf-8", errors="backslashreplace") as stream:
-                stream.write(report)
+        from cachelint.writing import write_file
+
+        try:  # whole or not at all: a failed write leaves the old report, and no new file or folder
+            write_file(output_file, report.encode("utf-8", "backslashreplace"))
         except OSError as error:
             fail(f"--output-file {output_file}: cannot write the report: {error.strerror or error}")
         sys.exit(code)
@@ -293,6 +292,7 @@ def check(
         analysis = analyze(targets, settings, force_exclude=force_exclude, use_cache=use_cache, settings_for=finder)
         sys.exit(run_add_noqa(analysis, quiet))
     fixed = 0
+    write_errors: list[str] = []
     if fix or fix_only or show_diff:
         from cachelint.fixes import fix_to_fixed_point, unified_diff, write_changes
 
@@ -328,7 +328,7 @@ def check(
         if fix_only:
             if not quiet:
                 click.echo(f"Fixed {fixed} {'problem' if fixed == 1 else 'problems'}.")
-            sys.exit(EXIT_FINDINGS if (exit_non_zero_on_fix and fixed) or write_errors else EXIT_CLEAN)
+            sys.exit(EXIT_ERROR if write_errors else EXIT_FINDINGS if exit_non_zero_on_fix and fixed else EXIT_CLEAN)
     else:
         from cachelint.progress import progress_bar
 
@@ -362,6 +362,8 @@ def check(
     )
     render(reported(analysis, settings, show_fixes), settings.output_format, sys.stdout, context)
     failed = bool(analysis.findings) and not exit_zero
+    if write_errors:
+        sys.exit(EXIT_ERROR)  # a fix was not written: every file of it is as it was
     sys.exit(EXIT_FINDINGS if failed or (exit_non_zero_on_fix and fixed) else EXIT_CLEAN)
 
 

@@ -5,21 +5,21 @@ Every round analyses the project with the edited files overlaid and picks the fi
 of each file they lie in (`cachelint.codemod`), parsed once a round, and read back as text edits; a
 fix is kept if its edits do not overlap those of the fixes kept before, every file it touches still
 parses and compiles with CPython, and libcst parses the statements it changed. Nothing is written
-until the rounds end; then each changed file is written
-atomically (temporary file in the same folder + os.replace) with its encoding, BOM, line endings,
-mode, owner and group, unless it changed on disk since it was read. A file outside the project
+until the rounds end; then the changed files are written by `writing.replace_together`, the files
+of a fix of several files all or none, with their encoding, BOM, line endings, mode, owner, group and
+extended attributes, unless one changed on disk since it was read. A file outside the project
 (reached through a symbolic link) or with several hard links is never fixed (`unwritable`);
---add-noqa writes through the same `write_files`.
+--add-noqa writes through the same `write_files`. A fix that could not be applied is no longer
+offered as fixable in the outcome's findings.
 """
 
 from __future__ import annotations
 
 import ast
-import contextlib
+import dataclasses
 import difflib
 import functools
 import os
-import tempfile
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -33,6 +33,7 @@ from cachelint.engine import Analysis, analyze
 from cachelint.finding import Applicability, Edit, Finding, Fix
 from cachelint.output.printable import printable
 from cachelint.source import SourceError, SourceFile, decode_source, read_file
+from cachelint.writing import Replacement, WriteError, replace_together, unwritable
 
 if TYPE_CHECKING:
     from cachelint.codemod.transform import Rewriter
@@ -55,6 +56,7 @@ class FixOutcome:
     fixed: int = 0
     files: dict[Path, FixedFile] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
+    together: list[frozenset[Path]] = field(default_factory=list)  # the files of each fix of several
 
     @property
     def changed(self) -> list[FixedFile]:
@@ -99,6 +101,7 @@ class _Round:
         self.only = frozenset(only)  # when given, the only files a fix may touch
         self.edits: dict[Path, list[Edit]] = {}
         self.applied = 0
+        self.together: list[frozenset[Path]] = []
         self._rewriter: Rewriter | None = None
 
     @property
@@ -146,6 +149,8 @@ class _Round:
             by_file[path] = converted
         for path, edits in by_file.items():
             self.edits.setdefault(path, []).extend(edits)
+        if len(by_file) > 1:
+            self.together.append(frozenset(by_file))
         self.applied += 1
 
     def _fail(self, finding: Finding, key: tuple[str, str, int, int], reason: str) -> None:
@@ -155,6 +160,7 @@ class _Round:
         )
 
     def commit(self) -> None:
+        self.outcome.together += self.together
         for path, edits in self.edits.items():
             file = self.outcome.files[path]
             file.text = apply_edits(file.text, edits)
@@ -252,9 +258,23 @@ def fix_to_fixed_point(
         for file in outcome.changed:
             contents[file.path] = file.source.encode(file.text)
         analysis = run(overlay=contents)
-    outcome.analysis = analysis
+    outcome.analysis = _not_fixable(analysis, failed)
     outcome.errors += problems.values()
     return outcome
+
+
+def _not_fixable(analysis: Analysis, failed: set[tuple[str, str, int, int]]) -> Analysis:
+    """The analysis with the fixes that failed shown as suggestions: a fix that could not be applied
+    is not offered as fixable (`[*]`) again."""
+    if not failed:
+        return analysis
+    findings = [
+        dataclasses.replace(finding, fix=Fix(finding.fix.message, Applicability.DISPLAY))
+        if finding.fix is not None and (finding.code, finding.path, finding.span.line, finding.span.col) in failed
+        else finding
+        for finding in analysis.findings
+    ]
+    return dataclasses.replace(analysis, findings=findings)
 
 
 def unified_diff(file: FixedFile) -> str:
@@ -271,92 +291,48 @@ def _printable_line(line: str) -> str:
     return printable(body) + line[len(body) :]
 
 
-def unwritable(path: Path, root: Path) -> str | None:
-    """Why cachelint must not write the file at `path` (absolute), or None. It never writes outside the
-    project (through a symbolic link, named or found by walking, the project may reach shared or system
-    files), nor a file with several hard links (writing a new file would split them, writing in place
-    would change the other names' file, wherever they are)."""
-    real = Path(os.path.realpath(path))
-    if not real.is_relative_to(os.path.realpath(root)):
-        if real == Path(os.path.abspath(path)):
-            return "it is outside the project"
-        return f"it is a symbolic link to {real}, outside the project"
-    try:
-        links = real.stat().st_nlink
-    except OSError:
-        return None  # reading it fails next, with its own message
-    if links > 1:
-        return f"it has {links} hard links, and cachelint writes no file that has more than one name"
-    return None
-
-
 def write_changes(outcome: FixOutcome) -> list[str]:
-    """Write each changed file; returns one error message per file left unwritten (see `write_files`)."""
-    return write_files(outcome.changed, outcome.analysis.root)
+    """Write the changed files, the files of each fix together (`writing.replace_together`): all of
+    them or none; returns one error message per set of files left unwritten."""
+    return write_files(outcome.changed, outcome.analysis.root, outcome.together)
 
 
-def write_files(files: Iterable[FixedFile], root: Path) -> list[str]:
-    """Write each file's new text atomically, unless cachelint must not write it (`unwritable`) or it
-    changed on disk since it was read; returns one error message per file left unwritten. A file
-    reached through two names is written once. Ctrl-C waits until the files are written."""
+def write_files(files: Iterable[FixedFile], root: Path, together: Iterable[frozenset[Path]] = ()) -> list[str]:
+    """Write each file's new text, unless cachelint must not write it (`unwritable`) or it changed on
+    disk since it was read; the files of a set in `together` (and the names of one file) are written
+    all or none. Returns one error message per set left unwritten, every file of it as it was."""
     errors = []
-    written: set[Path] = set()
-    with interrupts.deferred():
-        for file in files:
-            real = Path(os.path.realpath(file.path))
-            if real in written:
-                continue
-            refusal = unwritable(file.path, root)
-            if refusal is not None:
-                errors.append(f"{file.display}: not written: {refusal}")
-                continue
-            try:
-                current = read_file(file.path)
-            except OSError as error:
-                errors.append(f"{file.display}: not written: cannot read it back ({error.strerror or error})")
-                continue
-            if current != file.original:
-                errors.append(f"{file.display}: not written: it changed on disk since it was read")
-                continue
-            try:
-                write_atomically(file.path, file.source.encode(file.text))
-            except OSError as error:
-                errors.append(f"{file.display}: not written: {error.strerror or error}")
-            else:
-                written.add(real)
+    for group in _groups(list(files), together):
+        replacements = [Replacement(f.path, f.display, f.source.encode(f.text), f.original) for f in group]
+        try:
+            replace_together(replacements, root)
+        except WriteError as error:
+            others = [file.display for file in group if file.display != error.display]
+            kept = "they were" if len(others) > 1 else "it was"
+            errors.append(f"{error}; {' and '.join(others)}, changed with it, left as {kept}" if others else str(error))
     return errors
 
 
-def write_atomically(path: Path, data: bytes) -> None:
-    """Replace `path` with `data` in one step, keeping its mode and, where this process may set them,
-    its owner and group; on any error the original stays as it was."""
-    target = Path(os.path.realpath(path))
-    original = target.stat()
-    handle, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".cachelint")
-    temporary = Path(name)
-    try:
-        with os.fdopen(handle, "wb") as stream:
-            stream.write(data)
-            stream.flush()
-            os.fsync(stream.fileno())
-        _keep_owner(temporary, original)
-        temporary.chmod(original.st_mode & 0o7777)  # after chown, which clears the set-id bits
-        temporary.replace(target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            temporary.unlink()
-        raise
+def _groups(files: list[FixedFile], together: Iterable[frozenset[Path]]) -> list[list[FixedFile]]:
+    """The files in sets that must be written together: those a fix changed together, and the names
+    of one file (a link inside the project)."""
+    parent: dict[Path, Path] = {}
 
+    def find(path: Path) -> Path:
+        while parent.setdefault(path, path) != path:
+            path = parent[path]
+        return path
 
-def _keep_owner(path: Path, original: os.stat_result) -> None:
-    """Give `path` the owner and group of `original` (root may; others may set a group of theirs)."""
-    if not hasattr(os, "chown"):
-        return
-    current = path.stat()
-    if (current.st_uid, current.st_gid) == (original.st_uid, original.st_gid):
-        return
-    try:
-        os.chown(path, original.st_uid, original.st_gid)
-    except PermissionError:
-        with contextlib.suppress(PermissionError):
-            os.chown(path, -1, original.st_gid)
+    def join(first: Path, second: Path) -> None:
+        parent[find(first)] = find(second)
+
+    for file in files:
+        join(file.path, Path(os.path.realpath(file.path)))
+    for paths in together:
+        first, *rest = paths
+        for path in rest:
+            join(first, path)
+    groups: dict[Path, list[FixedFile]] = {}
+    for file in files:
+        groups.setdefault(find(file.path), []).append(file)
+    return list(groups.values())

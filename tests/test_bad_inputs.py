@@ -592,7 +592,7 @@ def test_disk_full_while_writing_a_fix_keeps_the_original_and_goes_on(tmp_path: 
     assert (tmp_path / "pkg/a.py").read_bytes() == original
     assert (tmp_path / "pkg/b.py").read_text() == FIXED
     assert "cachelint: error: pkg/a.py: not written: No space left on device" in result.stderr_lines
-    assert result.code == 1  # a.py still has its finding, reported
+    assert result.code == 2  # a fix was not written; a.py still has its finding, reported
     assert "pkg/a.py:10:15: CL001" in result.stdout
     assert "pkg/b.py" not in result.stdout
     assert sorted(path.name for path in (tmp_path / "pkg").iterdir()) == ["a.py", "b.py"]  # no temporary left
@@ -618,7 +618,7 @@ def test_file_modified_between_read_and_write_is_not_written(tmp_path: Path) -> 
     assert (tmp_path / "pkg/a.py").read_text() == edited
     assert (tmp_path / "pkg/b.py").read_text() == FIXED
     assert "cachelint: error: pkg/a.py: not written: it changed on disk since it was read" in result.stderr_lines
-    assert result.code == 1
+    assert result.code == 2  # a fix was not written
 
 
 @pytest.mark.parametrize("change", ["edit", "delete", "edit-then-next-round"])

@@ -12,7 +12,8 @@ import pytest
 from cachelint.changes import NewStatement, ReplaceExpression
 from cachelint.config import Settings
 from cachelint.finding import Applicability, Fix, Span
-from cachelint.fixes import fix_to_fixed_point, write_atomically, write_changes
+from cachelint.fixes import fix_to_fixed_point, write_changes
+from cachelint.writing import write_file
 from cachelint.rules import cl004_mm_processor_cache_desync as cl004
 from cachelint.rules.insertions import insert_after
 from cachelint.summary import ResetEvent
@@ -135,7 +136,7 @@ def test_atomic_write_keeps_the_mode(tmp_path: Path) -> None:
     path = tmp_path / "tool.py"
     path.write_text("x = 1\n")
     path.chmod(0o751)
-    write_atomically(path, b"x = 2\n")
+    write_file(path, b"x = 2\n")
     assert path.read_text() == "x = 2\n"
     assert path.stat().st_mode & 0o777 == 0o751
     assert [p.name for p in tmp_path.iterdir()] == ["tool.py"]
