@@ -8,6 +8,11 @@ cache before the processes start, through libcst's full-repository metadata (`Pr
 file's transform sees the whole project, and no process analyses it again. Without that metadata (code
 on stdin, a test) the command analyses the file it is given, in its project.
 
+A file the command would change is refused as `cachelint check --fix` refuses it (a symbolic link
+to outside its project, a file with several hard links: libcst reports it skipped, with the reason),
+and is written whole: libcst's driver writes a file in place, which a full disk leaves cut short, so
+its writes of the files this command changed go through `writing.replace_together` (see the end).
+
 The fixes are those `cachelint check --fix` makes in one round, but not a fix that changes two files
 (CL001 moves a worker-side reset to the driver): libcst transforms each file on its own, so it cannot
 make both halves or neither. Fixes that a first fix makes possible need a second run.
@@ -17,10 +22,12 @@ from __future__ import annotations
 
 import argparse
 import ast
+import io
 import os
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from types import TracebackType
 from typing import Any, cast
 
 import libcst as cst
@@ -33,6 +40,8 @@ from cachelint.config import ConfigError
 from cachelint.discovery import MissingPathError
 from cachelint.edits import overlaps
 from cachelint.finding import Edit, Finding
+from cachelint.vllm_range import find_project_root
+from cachelint.writing import Replacement, WriteError, replace_together, unwritable
 
 
 class ProjectFindings(BaseMetadataProvider[Sequence[Finding]]):
@@ -108,12 +117,19 @@ class FixCacheResets(CodemodCommand):
         changes = self._changes(source, findings)
         if not changes:
             return tree
+        if self.context.filename is not None and self.context.filename != "-":
+            target = Path(os.path.abspath(self.context.filename))
+            refusal = unwritable(target, find_project_root(target))
+            if refusal is not None:  # as `cachelint check --fix` refuses it, the diff of `-u` too
+                raise SkipFile(f"cachelint: {self.context.filename}: not fixed: {refusal}")
         fixed = source.rewrite(changes)
         try:
             ast.parse(fixed.code)
         except SyntaxError as error:
             self.warn(f"no fix applied: together they would not parse ({error.msg}, line {error.lineno})")
             return tree
+        if self.context.filename is not None and self.context.filename != "-":
+            _plan_write(self.context.filename, tree.bytes)
         return fixed
 
     def _changes(self, source: SourceTree, findings: Sequence[Finding]) -> list[Change]:
@@ -143,3 +159,54 @@ class FixCacheResets(CodemodCommand):
             changes += fix.changes
             taken += edits
         return changes
+
+
+# libcst's driver writes a transformed file in place (`open(name, "wb")`), which a full disk or a crash
+# leaves cut short. The files this command changes are written whole instead: the driver's `open` for
+# writing, looked up in its module, hands back a buffer that `writing.replace_together` writes on close,
+# only if the file still holds the bytes the command transformed. Any other use of `open` is the builtin.
+_PLANNED: dict[str, bytes] = {}  # absolute path -> the bytes transformed
+
+
+def _plan_write(filename: str, original: bytes) -> None:
+    _PLANNED[os.path.abspath(filename)] = original
+
+
+class _WholeFile(io.BytesIO):
+    def __init__(self, path: str, original: bytes) -> None:
+        super().__init__()
+        self.path = path
+        self.original = original
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        if kind is None:
+            self.write_through()
+        super().__exit__(kind, error, trace)
+
+    def write_through(self) -> None:
+        path = Path(self.path)
+        display = os.path.relpath(path) if path.is_relative_to(Path.cwd()) else self.path
+        try:
+            replace_together([Replacement(path, display, self.getvalue(), self.original)], find_project_root(path))
+        except WriteError as error:
+            # libcst reports it as a failure to codemod the file, and its exit status is 1
+            raise OSError(f"cachelint: {error}; the file is as it was") from None
+
+
+def _driver_open(file: Any, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
+    if mode == "wb" and isinstance(file, str) and not args and not kwargs:
+        original = _PLANNED.pop(os.path.abspath(file), None)
+        if original is not None:
+            return _WholeFile(file, original)
+    return open(file, mode, *args, **kwargs)  # noqa: PTH123 (the caller closes it)
+
+
+def _write_whole_files() -> None:
+    from libcst.codemod import _cli as driver
+
+    driver.open = _driver_open  # type: ignore[attr-defined]
+
+
+_write_whole_files()
