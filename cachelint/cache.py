@@ -466,11 +466,11 @@ def _create(folder: Path) -> None:
 
 
 def _write_new(path: Path, content: str) -> None:
-    """Write a file that must not exist yet (never through a link)."""
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
-    descriptor = os.open(path, flags, 0o666)
-    with os.fdopen(descriptor, "w", encoding="utf-8") as stream:
-        stream.write(content)
+    """Write a file that must not exist yet (never through a link), whole: a full disk leaves none,
+    never a .gitignore cut before its `*`."""
+    from cachelint.writing import create_file  # only when the cache folder is made
+
+    create_file(path, content.encode("utf-8"))
 
 
 def _is_tagged(folder: Path) -> bool:

@@ -14,13 +14,14 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import secrets
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from cachelint import interrupts
+
+# tempfile and secrets are imported where a file is written: every run imports this module (through
+# the cache), few write.
 
 # Extended attributes a process may be refused to set (security labels, trusted.*) or a file system
 # may not hold: the new file then gets the defaults, as `cp -a` leaves them.
@@ -120,7 +121,7 @@ def write_file(path: Path, data: bytes) -> None:
         if os.path.lexists(path):
             replace_together([Replacement(Path(os.path.abspath(path)), str(path), data)])
         else:
-            _create(path, data)
+            create_file(path, data)
     except WriteError as error:
         _remove_folders(made)
         cause = error.__cause__
@@ -181,6 +182,8 @@ def _signature(path: Path) -> tuple[int, int, int, int] | None:
 def _temporary_copy(target: Path, data: bytes, old: os.stat_result) -> Path:
     """`data` in a new file beside `target`, flushed to disk, with `old`'s mode, owner, group and
     extended attributes."""
+    import tempfile
+
     handle, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".cachelint")
     temporary = Path(name)
     try:
@@ -200,6 +203,8 @@ def _temporary_copy(target: Path, data: bytes, old: os.stat_result) -> Path:
 def _second_name(target: Path, old: os.stat_result) -> Path:
     """Another name for `target`'s inode (or, where the file system has no hard links, a copy of it),
     to put back if a later file of the set cannot be replaced."""
+    import secrets
+
     while True:
         name = target.with_name(f".{target.name}.{secrets.token_hex(6)}.cachelint-old")
         try:
@@ -244,9 +249,12 @@ def _write_all(descriptor: int, data: bytes) -> None:
         view = view[written:]
 
 
-def _create(path: Path, data: bytes) -> None:
-    """A new file at `path` holding `data`, created whole (a temporary file renamed without replacing
-    whatever appeared meanwhile) with the mode a new file gets."""
+def create_file(path: Path, data: bytes) -> None:
+    """A new file at `path` holding `data`, whole, with the mode a new file gets: written beside it,
+    then given its name by a hard link, which fails with FileExistsError when anything (a link too) is
+    there already. Raises OSError; nothing is then left behind."""
+    import tempfile
+
     umask = os.umask(0)
     os.umask(umask)
     handle, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".cachelint")
@@ -256,11 +264,17 @@ def _create(path: Path, data: bytes) -> None:
             _write_all(stream.fileno(), data)
             os.fsync(stream.fileno())
         temporary.chmod(0o666 & ~umask)
-        temporary.replace(path)
-    except BaseException:
+        try:
+            os.link(temporary, path)
+        except OSError as error:
+            if error.errno not in (errno.EPERM, errno.ENOTSUP, errno.EMLINK):
+                raise
+            if os.path.lexists(path):  # a file system without hard links: a rename, unless taken
+                raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), str(path)) from error
+            temporary.replace(path)
+    finally:
         with contextlib.suppress(OSError):
             temporary.unlink()
-        raise
 
 
 def _make_folders(folder: Path) -> list[Path]:

@@ -14,6 +14,7 @@ from cachelint.server.diagnostics import ClientFeatures, Texts, absolute
 from cachelint.server.documents import SourceText
 from cachelint.source import SourceError, parse_python
 from cachelint.suppress import UNUSED_SUPPRESSION_CODE, add_noqa_edits
+from cachelint.writing import unwritable
 
 FIX_ALL = "source.fixAll.cachelint"
 
@@ -43,11 +44,14 @@ def wanted(kind: str, only: Iterable[str] | None) -> bool:
 
 
 def fix_action(
-    entry: Entry, features: ClientFeatures, texts: Texts, versions: Mapping[Path, int | None]
+    entry: Entry, features: ClientFeatures, texts: Texts, versions: Mapping[Path, int | None], root: Path
 ) -> types.CodeAction | None:
-    """The finding's fix as a quick fix, when it has edits and every file it touches still parses."""
+    """The finding's fix as a quick fix, when it has edits, every file it touches still parses and
+    cachelint may write each of them in the project at `root` (`writing.unwritable`, as `--fix`)."""
     fix = with_edits(entry.finding, texts)
     if fix is None or not fix.edits or fix.applicability is Applicability.DISPLAY:
+        return None
+    if any(unwritable(absolute(path), root) is not None for path in fix.paths):
         return None
     changes = fixed_texts(fix, texts)
     if changes is None:

@@ -347,7 +347,7 @@ class CachelintServer:
             here = [entry for entry in published.entries if overlaps(entry.diagnostic.range, params.range)]
             if wanted(types.CodeActionKind.QuickFix, only):
                 for entry in here:
-                    fix = fix_action(entry, features, texts, versions)
+                    fix = fix_action(entry, features, texts, versions, scope.root)
                     noqa = noqa_action(entry, source, features, texts, version)
                     result += [action for action in (fix, noqa) if action is not None]
             if wanted(FIX_ALL, only) and has_safe_fix(entry.finding for entry in published.entries):
