@@ -4,6 +4,7 @@ over stdio. Every wait is for a notification or a response, with a timeout; none
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 import shutil
 import sys
@@ -400,6 +401,65 @@ async def test_a_fix_that_spans_files_edits_them_all(client: RecordingClient, tm
             if isinstance(change, types.TextDocumentEdit)
         }
         assert versions == {worker.as_uri(): 1, **{(package / n).as_uri(): None for n in names[1:]}}
+
+
+@pytest.mark.parametrize("link", ["symbolic link to outside", "hard link"])
+async def test_a_fix_whose_other_file_cachelint_must_not_write_is_refused(
+    vscode: RecordingClient, tmp_path: Path, link: str
+) -> None:
+    """CL001's fix edits the drivers too: when one of them is a link to a file outside the workspace
+    or has a second name, the quick fix is not offered, as `check --fix` refuses to write it."""
+    case = FIXTURES / "CL001" / "worker_extension_driver_side"
+    root = tmp_path / case.name
+    shutil.copytree(case, root, ignore=shutil.ignore_patterns("*.fixed"))
+    driver = root / "rl_sync" / "async_driver.py"
+    outside = tmp_path / "elsewhere.py"
+    if link == "hard link":
+        os.link(driver, outside)
+    else:
+        driver.rename(outside)
+        driver.symlink_to(outside)
+    worker = root / "rl_sync" / "worker_ext.py"
+    vscode.open(worker)
+    [diagnostic] = await vscode.diagnostics_of(worker)
+    actions = await vscode.text_document_code_action_async(
+        types.CodeActionParams(
+            types.TextDocumentIdentifier(worker.as_uri()),
+            diagnostic.range,
+            types.CodeActionContext(diagnostics=[], only=[types.CodeActionKind.QuickFix]),
+        )
+    )
+    titles = [action.title for action in actions or [] if isinstance(action, types.CodeAction)]
+    assert titles == ["Disable CL001 for this line"]
+
+
+async def test_fix_all_leaves_a_document_linked_from_outside(vscode: RecordingClient, tmp_path: Path) -> None:
+    """The open document is a symbolic link to a file outside its project: no fix edits it."""
+    (tmp_path / "project").mkdir()
+    root = project(tmp_path / "project", {})
+    outside = tmp_path / "shared.py"
+    outside.write_text(SERVER, encoding="utf-8")
+    server = root / "server.py"
+    server.symlink_to(outside)
+    vscode.open(server)
+    await vscode.diagnostics_of(server)
+    everywhere = types.Range(types.Position(0, 0), types.Position(0, 0))
+    actions = await vscode.text_document_code_action_async(
+        types.CodeActionParams(
+            types.TextDocumentIdentifier(server.as_uri()), everywhere, types.CodeActionContext(diagnostics=[])
+        )
+    )
+    assert actions is not None
+    [action] = actions  # offered, as the findings have safe fixes
+    assert isinstance(action, types.CodeAction) and action.kind == FIX_ALL
+    resolved = await vscode.code_action_resolve_async(action)
+    assert resolved.edit is None
+    at = range_of(SERVER, "self.engine.pause_generation()", "utf-16")
+    actions = await vscode.text_document_code_action_async(
+        types.CodeActionParams(types.TextDocumentIdentifier(server.as_uri()), at, types.CodeActionContext([]))
+    )
+    titles = [action.title for action in actions or [] if isinstance(action, types.CodeAction)]
+    assert not [title for title in titles if title.startswith("CL")], titles
 
 
 async def test_fix_all_applies_every_safe_fix(client: RecordingClient, tmp_path: Path) -> None:
