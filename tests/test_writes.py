@@ -461,3 +461,36 @@ def test_a_full_disk_never_damages_the_cache_nor_fails_the_run(tmp_path: Path, m
         assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".cachelint_cache.")] == []
 
     every_failure_point(run)
+
+
+# -- the language server ----------------------------------------------------------------------------
+
+
+def test_server_fix_all_at_every_failure_point(tmp_path: Path) -> None:
+    """The server writes no file but its cache: a write failing there never changes the edit fix-all
+    gives, nor a file on disk."""
+    pytest.importorskip("pygls")
+    from cachelint.server.analysis import OpenFile
+    from cachelint.server.app import fix_all
+    from cachelint.server.diagnostics import ClientFeatures
+    from cachelint.server.documents import SourceText
+    from cachelint.server.projects import resolve_scope
+
+    (tmp_path / "pyproject.toml").write_text('[tool.cachelint]\nvllm = ">=0.17,<0.22"\n')
+    server = tmp_path / "server.py"
+    shutil.copy(CL005, server)
+    text = server.read_text()
+    edits: list[object] = []
+
+    def run(faults: Faults) -> None:
+        shutil.rmtree(tmp_path / ".cachelint_cache", ignore_errors=True)
+        files = (OpenFile(server.as_uri(), server, 1, SourceText(text), text.encode()),)
+        edit = fix_all(resolve_scope(server), server, files, ClientFeatures())
+        assert edit is not None and edit.changes is not None
+        edits.append(edit)
+        assert edit == edits[0]
+        assert server.read_text() == text
+
+    every_failure_point(run)
+    [[change]] = edits[0].changes.values()  # type: ignore[attr-defined]
+    assert change.new_text.startswith("await ")
