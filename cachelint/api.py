@@ -88,7 +88,7 @@ def fix(
     errors = list(outcome.errors)
     if write:
         on_disk = {path: file for path, file in outcome.files.items() if path not in overlay}
-        errors += write_changes(FixOutcome(outcome.analysis, outcome.fixed, on_disk))
+        errors += write_changes(FixOutcome(outcome.analysis, outcome.fixed, on_disk, together=outcome.together))
     analysis = outcome.analysis
     changed = tuple(FixedSource(file.display, file.source.text, file.text) for file in outcome.changed)
     findings = with_edits(analysis.findings, reader(analysis.sources))

@@ -494,3 +494,28 @@ def test_server_fix_all_at_every_failure_point(tmp_path: Path) -> None:
     every_failure_point(run)
     [[change]] = edits[0].changes.values()  # type: ignore[attr-defined]
     assert change.new_text.startswith("await ")
+
+
+def test_api_fix_writes_the_files_of_a_fix_together(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from cachelint import api
+
+    root = cl001_project(tmp_path / "p")
+    (root / "rl_sync/one_line_try.py").unlink()
+    monkeypatch.chdir(root)
+    before = {name: (root / name).read_bytes() for name in CL001_FILES}
+    replaced: list[int] = []
+
+    def fail_second_replace(name: str, count: int) -> None:
+        if name == "replace":
+            replaced.append(count)
+            if len(replaced) == 2:
+                raise OSError(errno.ENOSPC, ENOSPC)
+
+    with Faults(hook=fail_second_replace).active():
+        result = api.fix(".", cache=False, unsafe_fixes=True, write=True)
+    assert [error for error in result.errors if "not written" in error] == [
+        f"rl_sync/async_driver.py: not written: {ENOSPC}; rl_sync/worker_ext.py and rl_sync/sync_driver.py, "
+        "changed with it, left as they were"
+    ]
+    assert {name: (root / name).read_bytes() for name in CL001_FILES} == before
+    assert leftovers(root) == []
