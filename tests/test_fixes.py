@@ -13,10 +13,10 @@ from cachelint.changes import NewStatement, ReplaceExpression
 from cachelint.config import Settings
 from cachelint.finding import Applicability, Fix, Span
 from cachelint.fixes import fix_to_fixed_point, write_changes
-from cachelint.writing import write_file
 from cachelint.rules import cl004_mm_processor_cache_desync as cl004
 from cachelint.rules.insertions import insert_after
 from cachelint.summary import ResetEvent
+from cachelint.writing import write_file
 
 TAB_INDENTED = (
     "from vllm.v1.engine.async_llm import AsyncLLM\n"
