@@ -9,7 +9,8 @@ Files read, in the project root unless said otherwise:
 - `requirements*.txt`, every `.txt` below `requirements/`, and `requirements*.txt` one folder down
   (not in a folder that is a project of its own, and not below a loose folder, where such a folder is
   a project of its own: see vllm_range.marks_project), following `-r` (requirements) and `-c`
-  (constraints) includes; a file another one includes is not read on its own.
+  (constraints) includes, each file once however often or circularly it is included; a file another
+  one includes is not read on its own (of files that include each other, the first is).
 
 How they combine: requirements in one list all hold, except that requirements with an environment
 marker are alternatives (markers are not evaluated): a list gives one alternative per marked
@@ -17,8 +18,10 @@ requirement, each with the list's unmarked ones, or one alternative of its unmar
 dependency groups are installed on top of the dependencies: they count only when the dependencies do
 not require the engine. Overrides (uv) replace a file's requirements; constraints (uv, `-c`) narrow them.
 Each file is an alternative to the others. A direct reference takes its version from the wheel or
-sdist file name (PEP 427, PEP 625); a requirement whose version cannot be told (a git URL, a local
-folder) allows every release and is reported as such.
+sdist file name (PEP 427, PEP 625); a local version label (`==0.19.0+cu121`, a wheel's `+cu126`) names a
+build of the release, which is that release. A requirement whose version cannot be told (a git URL, a
+local folder, a version of thousands of digits) allows every release and is reported as such. The
+reading is bounded (`_MAX_DEPTH`, `_MAX_VISITS`, `_MAX_PINS`); what is left out is reported.
 """
 
 from __future__ import annotations
