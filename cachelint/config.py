@@ -247,14 +247,14 @@ def settings_from_table(table: Mapping[str, Any], origin: str, base: Settings | 
 
 def _check_range(values: dict[str, Any], key: str, origin: str) -> None:
     """A `vllm` / `sglang` range must be a specifier that holds a known release or a newer one."""
-    from cachelint.vllm_range import SGLANG, VLLM, EmptyRangeError, from_specifier
+    from cachelint.vllm_range import SGLANG, VLLM, EmptyRangeError, from_specifier, shortened
 
     try:
         from_specifier(values[key], origin, VLLM if key == "vllm" else SGLANG)
     except EmptyRangeError as error:
         raise ConfigError(f"{origin}: `{key}` = {error}") from error
     except ValueError as error:
-        raise ConfigError(f"{origin}: `{key}` must be {_KEYS[key][2]}, got {values[key]!r}") from error
+        raise ConfigError(f"{origin}: `{key}` must be {_KEYS[key][2]}, got {shortened(values[key])!r}") from error
     values[f"{key}_origin"] = origin
 
 
