@@ -6,12 +6,17 @@ import dataclasses
 import difflib
 import json
 import os
+import re
+import warnings
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from cachelint.toml import load_toml
+
+if TYPE_CHECKING:  # imported for a pattern that is more than a name
+    import pathspec
 
 DEFAULT_REFIT_FUNCTIONS = (
     "update_weights",
@@ -242,29 +247,56 @@ def settings_from_table(table: Mapping[str, Any], origin: str, base: Settings | 
 
 def _check_range(values: dict[str, Any], key: str, origin: str) -> None:
     """A `vllm` / `sglang` range must be a specifier that holds a known release or a newer one."""
-    from cachelint.vllm_range import SGLANG, VLLM, EmptyRangeError, from_specifier
+    from cachelint.vllm_range import SGLANG, VLLM, EmptyRangeError, from_specifier, shortened
 
     try:
         from_specifier(values[key], origin, VLLM if key == "vllm" else SGLANG)
     except EmptyRangeError as error:
         raise ConfigError(f"{origin}: `{key}` = {error}") from error
     except ValueError as error:
-        raise ConfigError(f"{origin}: `{key}` must be {_KEYS[key][2]}, got {values[key]!r}") from error
+        raise ConfigError(f"{origin}: `{key}` must be {_KEYS[key][2]}, got {shortened(values[key])!r}") from error
     values[f"{key}_origin"] = origin
 
 
 def is_pattern(pattern: str) -> bool:
-    """Whether pathspec takes `pattern` as a gitignore-style pattern (it is imported only for a pattern
-    that is more than a name)."""
+    """Whether pathspec reads `pattern` as the gitignore-style pattern it is (pathspec is imported only
+    for a pattern that is more than a name)."""
     if pattern.replace("-", "").replace(".", "").replace("_", "").isalnum():
         return True
+    return not gitignore_spec([pattern])[1]
+
+
+def gitignore_spec(lines: Iterable[str]) -> tuple[pathspec.GitIgnoreSpec, list[str]]:
+    """The spec of the gitignore-style `lines` pathspec can read, and the lines it cannot: patterns git
+    ignores as invalid (`!`, `\\`), a range that holds nothing (`[z-a]`, which matches nothing), or
+    what pathspec reads otherwise than git (`[[:alpha:]]`, which Python's regular expressions warn
+    about)."""
+    lines = list(lines)
+    try:
+        return _strict_spec(lines), []
+    except _UNREADABLE:
+        pass
+    readable: list[str] = []
+    unreadable: list[str] = []
+    for line in lines:
+        try:
+            _strict_spec([line])
+        except _UNREADABLE:
+            unreadable.append(line)
+        else:
+            readable.append(line)
+    return _strict_spec(readable), unreadable
+
+
+_UNREADABLE = (ValueError, re.error, Warning)
+
+
+def _strict_spec(lines: list[str]) -> pathspec.GitIgnoreSpec:
     import pathspec
 
-    try:
-        pathspec.GitIgnoreSpec.from_lines([pattern])
-    except ValueError:
-        return False
-    return True
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a FutureWarning ("possible nested set") means a misread pattern
+        return pathspec.GitIgnoreSpec.from_lines(lines)
 
 
 def _unknown_key_message(origin: str, key: str, dedicated: bool) -> str:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from cachelint.config import ConfigError, gitignore_spec
 from cachelint.source import read_file
 from cachelint.vendored import inside_engine_source, is_engine_source
 
@@ -70,9 +71,10 @@ class Excludes:
 
     @functools.cached_property
     def spec(self) -> pathspec.GitIgnoreSpec:
-        import pathspec
-
-        return pathspec.GitIgnoreSpec.from_lines(self.lines)
+        spec, unreadable = gitignore_spec(self.lines)
+        if unreadable:  # the settings files are checked as they are read: these came from the API
+            raise ConfigError(f"`exclude`: {unreadable[0]!r} is not a gitignore-style pattern cachelint can read")
+        return spec
 
     def matches(self, path: Path) -> bool:
         return self.matches_resolved(Path(os.path.realpath(path)), path.is_dir())
@@ -105,15 +107,31 @@ class Excludes:
         return frozenset(names)
 
 
+# What the walks could not read in .gitignore files, until `take_warnings` hands it to a report.
+_warnings: dict[str, None] = {}
+
+
+def take_warnings() -> list[str]:
+    """The warnings about .gitignore lines the walks since the last call ignored, each once."""
+    found = list(_warnings)
+    _warnings.clear()
+    return found
+
+
 def _gitignore(folder: Path) -> pathspec.GitIgnoreSpec | None:
     ignore_file = folder / ".gitignore"
     try:
         lines = read_file(ignore_file).decode("utf-8", errors="replace").splitlines()
     except OSError:
         return None
-    import pathspec
+    spec, unreadable = gitignore_spec(lines)
+    if unreadable:
+        from cachelint.vllm_range import shown_path
 
-    return pathspec.GitIgnoreSpec.from_lines(lines)
+        for line in unreadable:
+            message = f"{shown_path(ignore_file)}: `{line}` is not a pattern cachelint can read: the line is ignored"
+            _warnings[message] = None
+    return spec
 
 
 def _ignored_by_git(path: Path, specs: list[tuple[Path, pathspec.GitIgnoreSpec]], is_dir: bool) -> bool:

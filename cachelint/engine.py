@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 from cachelint import parallel, vllm_range
 from cachelint.cache import Cache, FileRecord
-from cachelint.config import CONFIG_FILE_NAMES, ConfigError, Settings, selector_matches
-from cachelint.discovery import Excludes, discover, walk_python_files
+from cachelint.config import CONFIG_FILE_NAMES, ConfigError, Settings, gitignore_spec, selector_matches
+from cachelint.discovery import Excludes, discover, take_warnings, walk_python_files
 from cachelint.finding import INTERNAL_ERROR, INVALID_SYNTAX, IO_ERROR, Finding, Span
 from cachelint.source import (
     SourceError,
@@ -1062,7 +1062,9 @@ def analyze(
     for recorder in _recording:
         recorder.add(stats)
     ordered = [analyses[index] for index in range(len(tasks))]
-    return ordered[0] if len(ordered) == 1 else _merged(ordered)
+    result = ordered[0] if len(ordered) == 1 else _merged(ordered)
+    result.warnings = [*take_warnings(), *result.warnings]  # .gitignore lines the walks could not read
+    return result
 
 
 ProjectTask = tuple[ProjectPlan, bool, AbstractSet[str], "Mapping[Path, bytes] | None", bool, bool]
@@ -1472,10 +1474,10 @@ def _ignored_for_file(finding: Finding, settings: Settings, root: Path) -> bool:
         relative = absolute.relative_to(Path(os.path.abspath(root))).as_posix()
     except ValueError:
         relative = finding.path
-    import pathspec
-
     for pattern, codes in settings.per_file_ignores:
-        spec = pathspec.GitIgnoreSpec.from_lines([pattern])
+        spec, unreadable = gitignore_spec([pattern])
+        if unreadable:  # the settings files are checked as they are read: this came from the API
+            raise ConfigError(f"`per-file-ignores`: {pattern!r} is not a gitignore-style pattern cachelint can read")
         if spec.match_file(relative) and any(selector_matches(code, finding.code) for code in codes):
             return True
     return False

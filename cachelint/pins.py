@@ -9,7 +9,8 @@ Files read, in the project root unless said otherwise:
 - `requirements*.txt`, every `.txt` below `requirements/`, and `requirements*.txt` one folder down
   (not in a folder that is a project of its own, and not below a loose folder, where such a folder is
   a project of its own: see vllm_range.marks_project), following `-r` (requirements) and `-c`
-  (constraints) includes; a file another one includes is not read on its own.
+  (constraints) includes, each file once however often or circularly it is included; a file another
+  one includes is not read on its own (of files that include each other, the first is).
 
 How they combine: requirements in one list all hold, except that requirements with an environment
 marker are alternatives (markers are not evaluated): a list gives one alternative per marked
@@ -17,8 +18,10 @@ requirement, each with the list's unmarked ones, or one alternative of its unmar
 dependency groups are installed on top of the dependencies: they count only when the dependencies do
 not require the engine. Overrides (uv) replace a file's requirements; constraints (uv, `-c`) narrow them.
 Each file is an alternative to the others. A direct reference takes its version from the wheel or
-sdist file name (PEP 427, PEP 625); a requirement whose version cannot be told (a git URL, a local
-folder) allows every release and is reported as such.
+sdist file name (PEP 427, PEP 625); a local version label (`==0.19.0+cu121`, a wheel's `+cu126`) names a
+build of the release, which is that release. A requirement whose version cannot be told (a git URL, a
+local folder, a version of thousands of digits) allows every release and is reported as such. The
+reading is bounded (`_MAX_DEPTH`, `_MAX_VISITS`, `_MAX_PINS`); what is left out is reported.
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ from urllib.parse import unquote, urlsplit
 
 from cachelint.source import read_file
 from cachelint.toml import load_toml
-from cachelint.vllm_range import holds_project, marks_project
+from cachelint.vllm_range import holds_project, marks_project, readable_versions, shortened
 
 if TYPE_CHECKING:
     from packaging.specifiers import SpecifierSet
@@ -43,6 +46,11 @@ if TYPE_CHECKING:
 _SKIPPED_FOLDERS = frozenset(
     {"node_modules", "site-packages", "venv", "build", "dist", "__pycache__", "__pypackages__"}
 )
+
+# Bounds on reading the requirement files of a project, whatever they hold.
+_MAX_DEPTH = 100  # files within files, along one chain of includes
+_MAX_VISITS = 100_000  # files entered, over every walk of a project's requirement files
+_MAX_PINS = 200  # lines naming the distribution in one file or list
 
 
 @dataclass(frozen=True)
@@ -83,10 +91,10 @@ def read_declared(root: Path, name: str = "vllm") -> Declared:
     setup_cfg = root / "setup.cfg"
     if setup_cfg.is_file():
         declared.alternatives += _setup_cfg(setup_cfg, declared)
-    read = [(path, requirement_files.read(path)) for path in _requirement_files(root)]
-    for path, (requirements, constraints) in read:
-        if path.resolve() not in requirement_files.included:
-            declared.alternatives += combine(requirements, [], constraints)
+    read = {path.resolve(): requirement_files.read_alone(path) for path in _requirement_files(root)}
+    for real in requirement_files.alone(list(read)):
+        requirements, constraints = read[real]
+        declared.alternatives += combine(requirements, [], constraints)
     return declared
 
 
@@ -130,10 +138,26 @@ def engine_pin(text: str, file: Path, where: str, narrows: bool = False, name: s
         return _unparsed_pin(text, file, where, narrows, name)
     if canonicalize_name(requirement.name) != name:
         return None
-    specifier: SpecifierSet | None = requirement.specifier
+    specifier: SpecifierSet | None = _without_local_labels(requirement.specifier)
     if requirement.url:
         specifier = _archive_specifier(requirement.url, name)
-    return Pin(file, text, where, specifier, requirement.marker is not None, narrows)
+    return Pin(file, shortened(text), where, specifier, requirement.marker is not None, narrows)
+
+
+def _without_local_labels(specifier: SpecifierSet) -> SpecifierSet | None:
+    """`specifier` with `==0.19.0+cu121` read as `==0.19.0`: a local label names a build of the release
+    (CUDA, ROCm), which behaves as the release does. None when a version in it cannot be read (5,000
+    digits): the releases it allows cannot be told."""
+    from packaging.specifiers import SpecifierSet
+
+    if not readable_versions(specifier):
+        return None
+    if not any(clause.operator == "==" and "+" in clause.version for clause in specifier):
+        return specifier
+    clauses = [
+        f"=={clause.version.split('+', 1)[0]}" if clause.operator == "==" else str(clause) for clause in specifier
+    ]
+    return SpecifierSet(",".join(clauses))
 
 
 def _unparsed_pin(text: str, file: Path, where: str, narrows: bool, name: str) -> Pin | None:
@@ -145,18 +169,19 @@ def _unparsed_pin(text: str, file: Path, where: str, narrows: bool, name: str) -
     parts = urlsplit(location)
     if _ARCHIVE.search(parts.path or location):
         specifier = _archive_specifier(location, name)
-        return None if specifier is None else Pin(file, text, where, specifier, ";" in text, narrows)
+        return None if specifier is None else Pin(file, shortened(text), where, specifier, ";" in text, narrows)
     egg = re.search(r"(?:^|&)egg=([^&]+)", parts.fragment)
     folder = parts.path.rstrip("/").rsplit("/", 1)[-1].split("@", 1)[0]
     match = _NAME.match(text)
     names = [egg.group(1) if egg else "", folder, match.group(1) if match else ""]
     if not any(found and canonicalize_name(found) == name for found in names):
         return None
-    return Pin(file, text, where, None, False, narrows)
+    return Pin(file, shortened(text), where, None, False, narrows)
 
 
 def _archive_specifier(url: str, name: str) -> SpecifierSet | None:
-    """`==VERSION` from a wheel or sdist file name, when it is `name`'s; None when it cannot be told."""
+    """`==VERSION` from a wheel or sdist file name, when it is `name`'s (its release: the local label of
+    `vllm-0.10.1.1+cu126-....whl` names a build); None when it cannot be told."""
     from packaging.specifiers import SpecifierSet
     from packaging.utils import (
         InvalidSdistFilename,
@@ -172,9 +197,9 @@ def _archive_specifier(url: str, name: str) -> SpecifierSet | None:
             project, version, *_ = parse_wheel_filename(file_name)
         else:
             project, version = parse_sdist_filename(file_name)
-    except (InvalidWheelFilename, InvalidSdistFilename):
+    except (InvalidWheelFilename, InvalidSdistFilename, ValueError):  # ValueError: 5,000 digits
         return None
-    return SpecifierSet(f"=={version}") if canonicalize_name(project) == name else None
+    return SpecifierSet(f"=={version.public}") if canonicalize_name(project) == name else None
 
 
 def _pins(items: Any, file: Path, where: str, declared: Declared, narrows: bool = False) -> list[Pin]:
@@ -183,7 +208,10 @@ def _pins(items: Any, file: Path, where: str, declared: Declared, narrows: bool 
             declared.unread.append(f"{file.name}: {where} is not a list")
         return []
     name = declared.name
-    return [pin for item in items if isinstance(item, str) and (pin := engine_pin(item, file, where, narrows, name))]
+    texts = list(dict.fromkeys(item for item in items if isinstance(item, str) and name in item.lower()))
+    if len(texts) > _MAX_PINS:
+        declared.unread.append(f"{file.name}: only the first {_MAX_PINS} {name} requirements of {where} are read")
+    return [pin for text in texts[:_MAX_PINS] if (pin := engine_pin(text, file, where, narrows, name))]
 
 
 # -- pyproject.toml ----------------------------------------------------------------------------------
@@ -209,7 +237,7 @@ def _pyproject(path: Path, requirement_files: _RequirementFiles, declared: Decla
         optional.append(_dynamic_files(entry, path, f'extra "{name}"', requirement_files))
     groups = _table(data, "dependency-groups")
     for name in groups:
-        optional.append(_pins(_group(groups, name, ()), path, f'group "{name}"', declared))
+        optional.append(_pins(_group(groups, name, set()), path, f'group "{name}"', declared))
     optional.append(_pins(uv.get("dev-dependencies"), path, "[tool.uv] dev-dependencies", declared))
     constraints = _pins(uv.get("constraint-dependencies"), path, "[tool.uv] constraint-dependencies", declared, True)
     overrides = _pins(uv.get("override-dependencies"), path, "[tool.uv] override-dependencies", declared)
@@ -221,14 +249,15 @@ def _table(data: Any, key: str) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _group(groups: dict[str, Any], name: str, seen: tuple[str, ...]) -> list[str]:
-    """The requirements of dependency group `name`, its included groups' too (PEP 735); a cycle or a
-    missing group adds nothing."""
+def _group(groups: dict[str, Any], name: str, seen: set[str]) -> list[str]:
+    """The requirements of dependency group `name`, its included groups' too (PEP 735), each group once
+    (`seen`: those already taken); a cycle or a missing group adds nothing."""
     from packaging.utils import canonicalize_name
 
     wanted = canonicalize_name(name)
     if wanted in seen:
         return []
+    seen.add(wanted)
     items = next((value for key, value in groups.items() if canonicalize_name(key) == wanted), None)
     if not isinstance(items, list):
         return []
@@ -237,7 +266,7 @@ def _group(groups: dict[str, Any], name: str, seen: tuple[str, ...]) -> list[str
         if isinstance(item, str):
             found.append(item)
         elif isinstance(item, dict) and isinstance(item.get("include-group"), str):
-            found += _group(groups, item["include-group"], (*seen, wanted))
+            found += _group(groups, item["include-group"], seen)
     return found
 
 
@@ -329,50 +358,118 @@ _PER_REQUIREMENT_OPTION = re.compile(r"\s+--?[A-Za-z].*$")
 _COMMENT = re.compile(r"(^|\s)#.*$")
 
 
+_Entry = tuple[bool, Pin] | tuple[Path, bool]  # (a constraint, the pin) | (an included file, it constrains)
+
+
 class _RequirementFiles:
-    """Reads requirement files as pip does (`-r`, `-c`, `-e`, comments, continued lines), remembering
-    which files another one included."""
+    """Reads requirement files as pip does (`-r`, `-c`, `-e`, comments, continued lines), each file once
+    per walk however often (or circularly) it is included, remembering which files others include."""
 
     def __init__(self, declared: Declared) -> None:
         self.declared = declared
-        self.included: set[Path] = set()
+        self.included: set[Path] = set()  # included by the requirement files a project file names
+        self.reached: dict[Path, set[Path]] = {}  # by file read alone: the files it includes, nested too
+        self._entries: dict[tuple[Path, str, bool], list[_Entry]] = {}
+        self._visits = 0
 
-    def read(
-        self, path: Path, where: str = "", narrows: bool = False, chain: tuple[Path, ...] = ()
-    ) -> tuple[list[Pin], list[Pin]]:
-        """The requirements and the constraints `path` declares, its includes' too."""
+    def read(self, path: Path, where: str = "", narrows: bool = False) -> tuple[list[Pin], list[Pin]]:
+        """The requirements and the constraints `path` (named by a project file) declares, its includes'
+        too."""
+        requirements, constraints, reached = self._read(path, where, narrows)
+        self.included |= reached
+        return requirements, constraints
+
+    def read_alone(self, path: Path) -> tuple[list[Pin], list[Pin]]:
+        """`read` for a requirement file found in the project."""
+        requirements, constraints, reached = self._read(path, "", False)
+        self.reached[path.resolve()] = reached
+        return requirements, constraints
+
+    def alone(self, files: list[Path]) -> list[Path]:
+        """Of `files` (resolved, each read alone, in order) those that are an alternative of their own:
+        not included by another one or by a project file's; of files that include each other, the
+        first."""
+        order = {real: index for index, real in enumerate(files)}
+        reachers: dict[Path, list[Path]] = {}
+        for other in files:
+            for real in self.reached[other]:
+                reachers.setdefault(real, []).append(other)
+        return [
+            real
+            for real in files
+            if real not in self.included
+            and all(other in self.reached[real] and order[real] < order[other] for other in reachers.get(real, ()))
+        ]
+
+    def _read(self, path: Path, where: str, narrows: bool) -> tuple[list[Pin], list[Pin], set[Path]]:
+        requirements: list[Pin] = []
+        constraints: list[Pin] = []
+        seen: set[tuple[Path, bool]] = set()
+        self._walk(path, where, narrows, seen, (requirements, constraints), 0)
         real = path.resolve()
-        if real in chain:
-            return [], []
+        return requirements, constraints, {file for file, _ in seen if file != real}
+
+    def _walk(
+        self,
+        path: Path,
+        where: str,
+        narrows: bool,
+        seen: set[tuple[Path, bool]],
+        found: tuple[list[Pin], list[Pin]],
+        depth: int,
+    ) -> None:
+        real = path.resolve()
+        if (real, narrows) in seen:
+            return
+        if depth > _MAX_DEPTH or self._visits >= _MAX_VISITS:
+            why = f"included more than {_MAX_DEPTH} files deep" if depth > _MAX_DEPTH else "past too many includes"
+            note = f"{path.name}: not read, {why}"
+            if note not in self.declared.unread:
+                self.declared.unread.append(note)
+            return
+        seen.add((real, narrows))
+        self._visits += 1
+        for entry in self._file_entries(path, real, where, narrows):
+            if isinstance(entry[0], bool):
+                found[entry[0]].append(entry[1])  # into the constraints when it is one
+            else:
+                self._walk(entry[0], where, entry[1], seen, found, depth + 1)
+
+    def _file_entries(self, path: Path, real: Path, where: str, narrows: bool) -> list[_Entry]:
+        """The pins and the includes of one file, in order (read once)."""
+        key = (real, where, narrows)
+        if key in self._entries:
+            return self._entries[key]
+        entries: list[_Entry] = []
+        self._entries[key] = entries
         try:
             text = read_file(path).decode("utf-8", errors="replace")
         except OSError:
             self.declared.unread.append(f"{path.name}: cannot be read")
-            return [], []
-        requirements: list[Pin] = []
-        constraints: list[Pin] = []
+            return entries
+        name = self.declared.name
+        requirements: set[str] = set()
         for line in _logical_lines(text):
             option = _OPTION.match(line)
             if option is None:
-                if line.startswith("-"):
-                    continue  # --index-url and the like
-                pin = engine_pin(_PER_REQUIREMENT_OPTION.sub("", line), path, where, narrows, self.declared.name)
+                if line.startswith("-") or name not in line.lower() or line in requirements:
+                    continue  # --index-url and the like, another distribution, a repeated requirement
+                if len(requirements) == _MAX_PINS:
+                    self.declared.unread.append(f"{path.name}: only its first {_MAX_PINS} {name} requirements are read")
+                    break
+                requirements.add(line)
+                pin = engine_pin(_PER_REQUIREMENT_OPTION.sub("", line), path, where, narrows, name)
                 if pin is not None:
-                    (constraints if narrows else requirements).append(pin)
+                    entries.append((narrows, pin))
                 continue
             flag, value = option.groups()
             if flag in ("-e", "--editable"):
-                name = self.declared.name
                 pin = _unparsed_pin(value, path, where, narrows, name) if name in value.lower() else None
                 if pin is not None:
-                    requirements.append(pin)
+                    entries.append((False, pin))
                 continue
-            included = path.parent / value.strip()
-            self.included.add(included.resolve())
-            more, limits = self.read(included, where, narrows or flag in ("-c", "--constraint"), (*chain, real))
-            requirements += more
-            constraints += limits
-        return requirements, constraints
+            entries.append((path.parent / value.strip(), narrows or flag in ("-c", "--constraint")))
+        return entries
 
 
 def _logical_lines(text: str) -> Iterable[str]:

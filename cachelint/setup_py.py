@@ -6,7 +6,9 @@ of known parts included), lists, tuples, dicts, `dict(...)`, concatenations, `+=
 assignment (`extras["vllm"] = [...]`) and `append` / `extend` / `insert` / `update` calls. A name
 bound inside a compound statement (`if`, `try`, `for`, ...) may or may not be bound at run time, so it
 becomes unknown; a mutation there is applied (it adds what some run adds). Anything else, a function
-call or an imported name, is unknown: the caller reports it as not read.
+call or an imported name, is unknown: the caller reports it as not read. The evaluation is bounded
+(`a = a + a` repeated doubles a value each line): a value larger than `MAX_SIZE` is unknown, and past
+`MAX_WORK` items and characters made in all, or expressions nested too deep, nothing is read.
 """
 
 from __future__ import annotations
@@ -19,6 +21,13 @@ from typing import Any
 UNKNOWN: Any = type("Unknown", (), {"__repr__": lambda self: "<unknown>"})()
 
 _MUTATORS = ("append", "extend", "insert", "update")
+
+MAX_SIZE = 100_000  # items of a list or dict, characters of a string
+MAX_WORK = 10_000_000  # items and characters the evaluation of one file makes
+
+
+class _TooMuchWork(Exception):
+    pass
 
 
 @dataclass
@@ -35,23 +44,28 @@ def read_setup_requirements(source: bytes) -> SetupRequirements | None:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
-    module = StaticModule()
-    module.run(tree.body)
     calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call) and _is_setup(node.func)]
     if not calls:
         return None
+    module = StaticModule()
     found = SetupRequirements()
-    for call in calls:
-        arguments: dict[str, Any] = {}
-        for keyword in call.keywords:
-            value = module.evaluate(keyword.value)
-            if keyword.arg is not None:
-                arguments[keyword.arg] = value
-            elif isinstance(value, dict):
-                arguments.update(value)
-            else:
-                found.unread.append("`setup(**...)`")
-        _take(found, arguments)
+    try:
+        module.run(tree.body)
+        for call in calls:
+            arguments: dict[str, Any] = {}
+            for keyword in call.keywords:
+                value = module.evaluate(keyword.value)
+                if keyword.arg is not None:
+                    arguments[keyword.arg] = value
+                elif isinstance(value, dict):
+                    arguments.update(value)
+                else:
+                    found.unread.append("`setup(**...)`")
+            _take(found, arguments)
+    except (_TooMuchWork, RecursionError, MemoryError):
+        return SetupRequirements(unread=["its requirements (too large or too deeply nested to evaluate)"])
+    if module.oversized:
+        found.unread.append(f"values of more than {MAX_SIZE:,} items or characters")
     return found
 
 
@@ -91,6 +105,27 @@ class StaticModule:
 
     def __init__(self) -> None:
         self.names: dict[str, Any] = {}
+        self.work = 0  # items and characters made so far
+        self.oversized = False  # a value was too large to make: it is unknown
+
+    def _made(self, value: Any) -> Any:
+        """`value`, newly made, counted against MAX_WORK."""
+        self.work += _size(value)
+        if self.work > MAX_WORK:
+            raise _TooMuchWork
+        return value
+
+    def _fits(self, *parts: Any) -> bool:
+        """Whether a value made of `parts` is at most MAX_SIZE large (else it is not made)."""
+        if sum(_size(part) for part in parts) <= MAX_SIZE:
+            return True
+        self.oversized = True
+        return False
+
+    def _combine(self, left: Any, op: ast.operator, right: Any, in_place: bool) -> Any:
+        if not self._fits(left, right):
+            return UNKNOWN
+        return self._made(_combined(left, op, right, in_place))
 
     def run(self, body: list[ast.stmt], conditional: bool = False) -> None:
         for statement in body:
@@ -142,12 +177,12 @@ class StaticModule:
         target = statement.target
         if isinstance(target, ast.Name):
             current = self.names.get(target.id, UNKNOWN)
-            self.names[target.id] = _combined(current, statement.op, value, in_place=True)
+            self.names[target.id] = self._combine(current, statement.op, value, in_place=True)
         elif isinstance(target, ast.Subscript):
             container = self.evaluate(target.value)
             key = self.evaluate(target.slice)
             if isinstance(container, dict) and isinstance(key, str):
-                container[key] = _combined(container.get(key, UNKNOWN), statement.op, value, in_place=True)
+                container[key] = self._combine(container.get(key, UNKNOWN), statement.op, value, in_place=True)
 
     def _mutate(self, call: ast.Call) -> None:
         func = call.func
@@ -155,6 +190,10 @@ class StaticModule:
             return
         receiver = self.evaluate(func.value)
         arguments = [self.evaluate(argument) for argument in call.args]
+        if not self._fits(receiver, *arguments):
+            return
+        for argument in arguments:
+            self._made(argument)
         if isinstance(receiver, dict) and func.attr == "update" and arguments and isinstance(arguments[0], dict):
             receiver.update(arguments[0])
         elif isinstance(receiver, list):
@@ -183,16 +222,18 @@ class StaticModule:
             for element in node.elts:
                 if isinstance(element, ast.Starred):
                     inner = self.evaluate(element.value)
+                    if not self._fits(items, inner):
+                        return UNKNOWN
                     items.extend(inner if isinstance(inner, list) else [UNKNOWN])
                 else:
                     items.append(self.evaluate(element))
-            return items
+            return self._made(items)
         if isinstance(node, ast.Dict):
             return self._dict(node)
         if isinstance(node, ast.JoinedStr):
             return self._f_string(node)
         if isinstance(node, ast.BinOp):
-            return _combined(self.evaluate(node.left), node.op, self.evaluate(node.right), in_place=False)
+            return self._combine(self.evaluate(node.left), node.op, self.evaluate(node.right), in_place=False)
         if isinstance(node, ast.Subscript):
             container = self.evaluate(node.value)
             key = self.evaluate(node.slice)
@@ -208,9 +249,9 @@ class StaticModule:
         for key_node, value_node in zip(node.keys, node.values, strict=True):
             value = self.evaluate(value_node)
             if key_node is None:  # {**other}
-                if not isinstance(value, dict):
+                if not isinstance(value, dict) or not self._fits(result, value):
                     return UNKNOWN
-                result.update(value)
+                result.update(self._made(value))
                 continue
             key = self.evaluate(key_node)
             if isinstance(key, str):
@@ -229,31 +270,33 @@ class StaticModule:
             if not isinstance(inner, (str, int, float)) or isinstance(inner, bool):
                 return UNKNOWN
             parts.append(str(inner))
-        return "".join(parts)
+        if not self._fits(*parts):
+            return UNKNOWN
+        return self._made("".join(parts))
 
     def _call(self, node: ast.Call) -> Any:
         func = node.func
         arguments = [self.evaluate(argument) for argument in node.args]
         if isinstance(func, ast.Name) and func.id in ("list", "tuple") and len(arguments) == 1 and not node.keywords:
-            return list(arguments[0]) if isinstance(arguments[0], list) else UNKNOWN
+            return self._made(list(arguments[0])) if isinstance(arguments[0], list) else UNKNOWN
         if isinstance(func, ast.Name) and func.id == "dict" and len(arguments) <= 1:
             result: dict[str, Any] = {}
             if arguments:
                 if not isinstance(arguments[0], dict):
                     return UNKNOWN
-                result.update(arguments[0])
+                result.update(self._made(arguments[0]))
             for keyword in node.keywords:
                 value = self.evaluate(keyword.value)
                 if keyword.arg is not None:
                     result[keyword.arg] = value
-                elif isinstance(value, dict):
-                    result.update(value)
+                elif isinstance(value, dict) and self._fits(result, value):
+                    result.update(self._made(value))
                 else:
                     return UNKNOWN
             return result
         if isinstance(func, ast.Attribute) and func.attr == "copy" and not node.args and not node.keywords:
             receiver = self.evaluate(func.value)
-            return receiver.copy() if isinstance(receiver, (list, dict)) else UNKNOWN
+            return self._made(receiver.copy()) if isinstance(receiver, (list, dict)) else UNKNOWN
         return UNKNOWN
 
 
@@ -274,3 +317,7 @@ def _combined(left: Any, op: ast.operator, right: Any, in_place: bool) -> Any:
             return left
         return {**left, **right}
     return UNKNOWN
+
+
+def _size(value: Any) -> int:
+    return len(value) if isinstance(value, (str, list, dict)) else 1

@@ -207,7 +207,9 @@ def from_specifier(spec: str, source: str, dist: Distribution = VLLM) -> Support
     try:
         specifier = SpecifierSet(text)
     except InvalidSpecifier as error:
-        raise ValueError(f"invalid {dist.label} version specifier {spec!r}") from error
+        raise ValueError(f"invalid {dist.label} version specifier {shortened(spec)!r}") from error
+    if not readable_versions(specifier):
+        raise ValueError(f"invalid {dist.label} version specifier {shortened(spec)!r}: a version too long to read")
     releases = _releases([specifier], dist)
     beyond = _beyond_known(specifier, dist)
     if not releases and beyond:
@@ -217,6 +219,23 @@ def from_specifier(spec: str, source: str, dist: Distribution = VLLM) -> Support
             f"{spec!r} matches no {dist.label} release cachelint knows ({_known_label(dist)})", source
         )
     return SupportedRange(releases, source, beyond_known=beyond, dist=dist, floor_declared=bounds_below(specifier))
+
+
+def readable_versions(specifier: SpecifierSet) -> bool:
+    """Whether every version `specifier` names can be read (not one of 5,000 digits: more than Python
+    turns into a number)."""
+    for clause in specifier:
+        if clause.operator != "===":  # `===` compares text
+            try:
+                Version(clause.version.removesuffix(".*"))
+            except ValueError:
+                return False
+    return True
+
+
+def shortened(text: str, length: int = 200) -> str:
+    """`text` as messages show it: cut when very long (a version of 5,000 digits)."""
+    return text if len(text) <= length else text[: length - 1] + "\N{HORIZONTAL ELLIPSIS}"
 
 
 def bounds_below(specifier: SpecifierSet) -> bool:

@@ -358,8 +358,10 @@ def test_include_cycles_end(tmp_path: Path) -> None:
             "requirements-b.txt": "-r requirements.txt\nvllm<0.21\n",
         },
     )
-    # Each file includes the other: neither is read on its own, and the cycle stops.
-    assert read_supported_range(tmp_path).assumed
+    # Each file includes the other: the cycle stops, and the first file is read with the second's pins.
+    supported = read_supported_range(tmp_path)
+    assert not supported.assumed
+    assert supported.label() == "0.20.0\N{EN DASH}0.20.2"
 
 
 # ---------------------------------------------------------------- empty and open ranges
