@@ -70,11 +70,15 @@ TRIGGER_WORDS = (
 #   finding asks for it (CL202's launch sites).
 # - AsyncLLM and EngineClient, which make a receiver's coroutines judged (CL005), where the file also
 #   names one of those coroutines that no other trigger word names.
+# - vLLM's or SGLang's version read (`vllm.__version__`, `version("sglang")`): its comparisons are
+#   evidence of the releases the code runs on (vllm_range.widen_by_code) and may compare strings (CL011).
 _OTHER_COROUTINES = re.compile(rb"sleep|wake_up|resume_generation")
 TRIGGER_PATTERNS = (
     (b"update_weights_from_", re.compile(rb"[./\"']update_weights_from_|def update_weights_from_")),
     (b"AsyncLLM", _OTHER_COROUTINES),
     (b"EngineClient", _OTHER_COROUTINES),
+    (b"__version__", re.compile(rb"(?:vllm|sglang)\.__version__|from (?:vllm|sglang) import __version__")),
+    (b"version(", re.compile(rb"version\(\s*[\"'](?:vllm|sglang)[\"']")),
 )
 
 
