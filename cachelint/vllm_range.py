@@ -391,8 +391,9 @@ def read_supported_range(root: Path, dist: Distribution = VLLM) -> SupportedRang
     deploys (the releases its deployment files name: deployment.py), or every release (`assumed`)
     when it does neither. Pins that allow only releases newer than the facts know are checked as the
     newest known release (`newest_standing_in`). Pins that allow none, known or newer (an old pin),
-    leave the range to the deployment files, else the oldest known release stands in; a warning says
-    so: a project's stale pin never stops a run."""
+    leave the range to the deployment files, else the oldest known vLLM release stands in (SGLang's
+    range holds none: its rules that depend on releases stay silent); a warning says so: a project's
+    stale pin never stops a run."""
     from cachelint.deployment import read_deployed
     from cachelint.pins import read_declared  # only when no `vllm` setting spares reading the pins
 
@@ -416,6 +417,9 @@ def read_supported_range(root: Path, dist: Distribution = VLLM) -> SupportedRang
             )
     allowed |= {release for _, releases, _ in deployed for release in releases}
     oldest_standing_in = not allowed  # pins that allow no release, and nothing deployed
+    if oldest_standing_in and dist is SGLANG and pinned is not None:  # SGLang's rules judge no release then
+        note = f'{pinned.notes[0]}; set the range with `[tool.cachelint] {dist.name} = ">=..."` or `--{dist.name}`'
+        return dataclasses.replace(pinned, notes=(note,))
     if pinned is not None and not pinned.releases:
         outcome = (
             f"{known[0]}, the oldest release it knows, stands in for them, and findings particular to older "
