@@ -35,6 +35,9 @@ class Gates(Bindings):
                         span=self.source.span(node),
                         installed=self.source.segment(installed),
                         literal=self.source.segment(literal),
+                        installed_span=self.source.span(installed),
+                        literal_span=self.source.span(literal),
+                        single=len(node.ops) == 1,
                     )
                 )
                 break

@@ -73,6 +73,9 @@ class VersionComparison:
     span: Span
     installed: str  # the installed version's side as written (`vllm.__version__`)
     literal: str  # the release's side as written (`"0.8.1"`)
+    installed_span: Span
+    literal_span: Span
+    single: bool  # the comparison has one operator (not `a <= v < b`)
 
 
 @dataclass
@@ -350,7 +353,7 @@ class FileSummary:
             imports_sglang=data.get("imports_sglang", False),
             launches=[launch(item) for item in data.get("launches", [])],
             version_comparisons=[
-                VersionComparison(**{**item, "span": span(item["span"])})
+                VersionComparison(**{**item, **{k: span(item[k]) for k in ("span", "installed_span", "literal_span")}})
                 for item in data.get("version_comparisons", [])
             ],
         )
