@@ -66,7 +66,9 @@ def read_deployed(root: Path, name: str = "vllm") -> list[Deployed]:
             continue
         text = raw.decode("utf-8", errors="replace")
         reader = _READERS[_kind(path)]
-        found += (Deployed(path, line, written, version) for line, written, version in reader(text, name))
+        found += (
+            Deployed(path, line, " ".join(written.split()), version) for line, written, version in reader(text, name)
+        )
     return found
 
 
