@@ -275,7 +275,8 @@ def test_an_old_pin_in_one_sub_project_does_not_stop_the_run(tmp_path: Path) -> 
     oldest = known_releases()[0]
     assert (
         f"cachelint: warning: eval/requirements.txt: the vLLM pins (`vllm==0.5.5`) match no release cachelint "
-        f"knows ({oldest}\N{EN DASH}{newest_known_release()}): {oldest}, the oldest release it knows, stands in for them"
+        f"knows ({oldest}\N{EN DASH}{newest_known_release()}): {oldest}, the oldest release it knows, stands in "
+        "for them"
     ) in result.stderr
     assert f"Checked for vLLM {oldest} (eval/requirements.txt)" in result.stdout
     assert "Checked for vLLM 0.18.0" in result.stdout
