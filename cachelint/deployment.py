@@ -6,7 +6,7 @@ or start it: one small reader per kind of file.
   tag naming the engine's release, `verlai/verl:app-vllm0.9.1-mcore0.12`), `ARG` / `ENV` variables
   that name the engine's version (`VLLM_VERSION=0.23.0`, `SGLANG_IMAGE_TAG=v0.5.15.post1`), and the
   exact requirements that `pip install` / `uv pip install` in a `RUN` installs (`vllm==0.10.1`), with
-  `${VAR}` taken from the `ARG` / `ENV` defaults above it;
+  `${VAR}` taken from the `ARG` / `ENV` defaults above it (and the version variables a `RUN` sets);
 - shell scripts (`*.sh`): the same variables, images and installs, line by line;
 - compose files and CI workflows (`*.yml`, `*.yaml`): `image:` / `container:` values, variables
   set under `env:` / `environment:` and the installs in `run:` commands.
@@ -123,7 +123,7 @@ def _is_version_variable(variable: str, name: str) -> bool:
 
 def release_in(text: str) -> Version | None:
     """The release a version or image tag names: `0.23.0`, `v0.10.1`, `v0.5.15.post1-cu126`."""
-    candidate = text.strip().strip("\"'").removeprefix("v").split("-", 1)[0]
+    candidate = text.strip().rstrip(";,)").strip("\"'").removeprefix("v").split("-", 1)[0]
     if not candidate[:1].isdigit() or "." not in candidate:
         return None
     try:
@@ -248,8 +248,9 @@ def read_dockerfile(text: str, name: str) -> Iterator[Found]:
             image = next((word for word in rest.split() if not word.startswith("--")), "")
             image = _substitute(image, variables)
             releases = [release] if (release := image_release(image, name)) else []
-        elif keyword == "RUN":
-            releases = _installed(_words(_substitute(rest, variables)), name)
+        elif keyword == "RUN":  # a shell command: its version variables, images and installs
+            releases = list(_line_releases(rest, name, variables))
+            _note_variables(rest, variables)
         else:
             continue
         yield from ((number, line, release) for release in releases)
