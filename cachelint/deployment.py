@@ -31,6 +31,7 @@ from packaging.version import InvalidVersion, Version
 
 from cachelint.pins import engine_pin
 from cachelint.source import read_file
+from cachelint.vllm_range import holds_project
 
 # Folders below the root searched for deployment files (with their own subfolders).
 DEPLOYMENT_FOLDERS = frozenset(
@@ -75,8 +76,6 @@ def read_deployed(root: Path, name: str = "vllm") -> list[Deployed]:
 def deployment_files(root: Path) -> list[Path]:
     """The files of the kinds above at `root`, in `.github/workflows/`, and in DEPLOYMENT_FOLDERS up to
     two levels below the root, not in a folder that holds a project of its own."""
-    from cachelint.vllm_range import holds_project
-
     found = [path for path in _entries(root) if _kind(path)]
     workflows = root / ".github" / "workflows"
     found += (path for path in _entries(workflows) if path.suffix in (".yml", ".yaml"))
