@@ -1299,17 +1299,21 @@ class ProjectRun:
             return None
         return self.cache.run_key(json.dumps({"code tests of": self.run_key}))
 
-    def _put_code_tests(self, tests: list[tuple[Version, str]]) -> None:
+    def _put_code_tests(self, tests: list[tuple[Version, str, str]]) -> None:
         """Keep the project's tests of vLLM's version beside its findings: they widened its range."""
         key = self._code_tests_key()
         if key is not None and self.cache is not None:
-            self.cache.put_text(key, json.dumps([[str(release), where] for release, where in tests]))
+            self.cache.put_text(
+                key, json.dumps([[str(release), operator, where] for release, operator, where in tests])
+            )
 
-    def _code_tests(self) -> list[tuple[Version, str]]:
+    def _code_tests(self) -> list[tuple[Version, str, str]]:
         key = self._code_tests_key()
         text = self.cache.get_text(key) if key is not None and self.cache is not None else None
         try:
-            return [(Version(release), where) for release, where in json.loads(text)] if text else []
+            return (
+                [(Version(release), operator, where) for release, operator, where in json.loads(text)] if text else []
+            )
         except (ValueError, TypeError):
             return []
 
@@ -1384,10 +1388,10 @@ def _find(
     supported: tuple[SupportedRange, SupportedRange],
     named: AbstractSet[str],
     progress: Callable[[int, int], None] | None,
-) -> tuple[list[Finding], list[tuple[Version, str]]]:
+) -> tuple[list[Finding], list[tuple[Version, str, str]]]:
     """The findings, and the project's tests of vLLM's version that widen its range (`widen_by_code`)."""
     settings = analyzer.settings
-    tests: list[tuple[Version, str]] = []
+    tests: list[tuple[Version, str, str]] = []
     with collector_paused():
         analyzer.examine(progress)
         index_files = [loaded for loaded in {id(f): f for f in [*target_files, *project]}.values() if loaded.summary]
@@ -1417,10 +1421,15 @@ def _find(
     return kept, tests
 
 
-def _version_tests(index: ProjectIndex) -> list[tuple[Version, str]]:
-    """Each comparison of vLLM's version with a release in the indexed files, with where it is."""
+def _version_tests(index: ProjectIndex) -> list[tuple[Version, str, str]]:
+    """Each comparison of vLLM's version with a release in the indexed files: the release, the operator
+    (the installed version on its left) and where it is."""
     return [
-        (Version(comparison.threshold), f"{path}:{comparison.span.line}: {comparison.text}")
+        (
+            Version(comparison.threshold),
+            comparison.operator,
+            f"{path}:{comparison.span.line}: {' '.join(comparison.text.split())}",
+        )
         for path, summary in sorted(index.files.items())
         for comparison in summary.version_comparisons
         if comparison.engine == "vllm"

@@ -553,13 +553,14 @@ def match_release(version: Version, dist: Distribution) -> tuple[Version | None,
     return None, "a release cachelint does not know: not counted"
 
 
-def widen_by_code(supported: SupportedRange, tests: Iterable[tuple[Version, str]]) -> SupportedRange:
-    """`supported` widened by the project's own version tests (`tests`: each release compared with and
-    where, `path:line: text`): a test of a release newer than the newest the pins allow (else than the
-    deployment names) means the code runs there, as a test of one older than the oldest does; the known
-    releases between are added (up to the tested release's patch releases: a test names the first
-    release of a behaviour, and `0.22.1` behaves as `0.22.0`), with a warning. A test inside that range
-    changes nothing, and nothing is ever taken out. A range set by `vllm =` / `--vllm`, a vendored
+def widen_by_code(supported: SupportedRange, tests: Iterable[tuple[Version, str, str]]) -> SupportedRange:
+    """`supported` widened by the project's own version tests (`tests`: each release compared with, the
+    operator with the installed version on its left, and where, `path:line: text`): a test of a release
+    newer than the newest the pins allow (else than the deployment names) means the code runs there, as
+    a test of one older than the oldest does; the known releases between are added (up to the tested
+    release's patch releases: a test names the first release of a behaviour, and `0.22.1` behaves as
+    `0.22.0`; from the tested release, or after it for `> 0.8.5`), with a warning. A test inside that
+    range changes nothing, and nothing is ever taken out. A range set by `vllm =` / `--vllm`, a vendored
     vLLM's or an assumed one is kept."""
     if not supported.widenable or not supported.base:
         return supported
@@ -569,31 +570,34 @@ def widen_by_code(supported: SupportedRange, tests: Iterable[tuple[Version, str]
     above = [test for test in tests if test[0] > high]
     below = [test for test in tests if test[0] < low]
     top = max(above, key=lambda test: test[0]) if above else None
-    bottom = min(below, key=lambda test: test[0]) if below else None
-    reached = tuple(
-        release
-        for release in known_releases(dist)
-        if (top is not None and high < release and release.release[:2] <= top[0].release[:2])
-        or (bottom is not None and bottom[0] <= release < low)
-    )
+    bottom = min(below, key=lambda test: (test[0], test[1] == ">")) if below else None
+
+    def reached_by(release: Version) -> bool:
+        if top is not None and high < release and release.release[:2] <= top[0].release[:2]:
+            return True
+        if bottom is None or release >= low:
+            return False
+        return release > bottom[0] if bottom[1] == ">" else release >= bottom[0]
+
+    reached = tuple(release for release in known_releases(dist) if reached_by(release))
     added = tuple(release for release in reached if release not in supported.releases)
     if not added:
         return supported
     reach = [f"down to {bottom[0]}"] if bottom else []
     reach += [f"up to {top[0]}"] if top else []
-    lines = tuple(where for test in (bottom, top) if test is not None for where in (test[1],))
+    lines = tuple(test[2] for test in (bottom, top) if test is not None)
     evidence = Evidence("code", "the code's gates " + " and ".join(reach), reached, added, lines)
     declared = (
         f"the pins ({supported.pins_source}: {supported.pinned})"
         if supported.pins_source
-        else (f"the deployment files ({supported.source})")
+        else f"the deployment files ({supported.source})"
     )
     notes = [
         f"{where} (`{text}`): the code tests {dist.label} {test[0]}, outside {declared}: "
         f"{label_releases(added, dist)} checked too; the pins may be stale"
         for test in (bottom, top)
         if test is not None
-        for where, text in (test[1].split(": ", 1),)
+        for where, text in (test[2].split(": ", 1),)
     ]
     all_evidence = (*supported.evidence, evidence)
     releases = tuple(release for release in known_releases(dist) if release in {*supported.releases, *added})

@@ -220,7 +220,7 @@ def test_the_seed_tree_names_all_three_sources(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.chdir(SEED)
     declared = read_supported_range(SEED)
     assert declared.label("-") == "0.8.5-0.12.0, 0.23.0"
-    tests = [(Version("0.13.0"), "rlpkg/server.py:10: x"), (Version("0.22.0"), "rlpkg/server.py:34: y")]
+    tests = [(Version("0.13.0"), ">=", "rlpkg/server.py:10: x"), (Version("0.22.0"), "<", "rlpkg/server.py:34: y")]
     widened = widen_by_code(declared, tests)
     assert widened.summary() == (
         'vLLM 0.8.5\N{EN DASH}0.23.0 (setup.py, extra "vllm" 0.8.5-0.12.0; widened by '
@@ -239,16 +239,18 @@ def test_gates_inside_the_range_and_settings_are_never_widened(tmp_path: Path, m
     write_tree(tmp_path, {"requirements.txt": "vllm>=0.12,<0.17\n"})
     monkeypatch.chdir(tmp_path)
     supported = read_supported_range(tmp_path)
-    assert widen_by_code(supported, [(Version("0.13.0"), "a.py:1: t")]) is supported
+    assert widen_by_code(supported, [(Version("0.13.0"), ">=", "a.py:1: t")]) is supported
     setting = from_specifier(">=0.12,<0.17", "--vllm")
-    assert widen_by_code(setting, [(Version("0.22.0"), "a.py:1: t")]) is setting
+    assert widen_by_code(setting, [(Version("0.22.0"), "<", "a.py:1: t")]) is setting
 
 
 def test_gates_below_the_lower_bound_widen_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     write_tree(tmp_path, {"requirements.txt": "vllm>=0.12,<0.17\n"})
     monkeypatch.chdir(tmp_path)
-    widened = widen_by_code(read_supported_range(tmp_path), [(Version("0.11.1"), "a.py:3: v >= parse('0.11.1')")])
+    widened = widen_by_code(read_supported_range(tmp_path), [(Version("0.11.1"), ">=", "a.py:3: v >= parse('0.11.1')")])
     assert widened.label("-") == "0.11.1-0.16.0"
+    after = widen_by_code(read_supported_range(tmp_path), [(Version("0.11.0"), ">", "a.py:3: v > parse('0.11.0')")])
+    assert after.label("-") == "0.11.1-0.16.0"  # the code asks for a release after 0.11.0
     assert widened.source == "requirements.txt 0.12.0-0.16.0; widened by the code's gates down to 0.11.1"
     [warning] = widened.warnings(tmp_path)
     assert warning.startswith("a.py:3 (`v >= parse('0.11.1')`): the code tests vLLM 0.11.1, outside the pins")
