@@ -263,8 +263,9 @@ def test_an_old_pin_in_one_sub_project_does_not_stop_the_run(tmp_path: Path) -> 
         tmp_path / "mono",
         {
             ".git/HEAD": "ref: refs/heads/main\n",
-            "eval/requirements.txt": "vllm==0.5.5\n",
-            "eval/run_eval.py": "import vllm\n\ndef reset(llm: vllm.LLM):\n    llm.reset_prefix_cache()\n",
+            "eval/pyproject.toml": '[project]\nname = "ev"\ndependencies = ["vllm==0.5.5"]\n',
+            "eval/ev/__init__.py": "",
+            "eval/ev/run_eval.py": "import vllm\n\ndef reset(llm: vllm.LLM):\n    llm.reset_prefix_cache()\n",
             "trainer/pyproject.toml": '[project]\nname = "t"\ndependencies = ["vllm>=0.18"]\n',
             "trainer/t/__init__.py": "",
             "trainer/t/clean.py": "import vllm\n",
@@ -274,11 +275,11 @@ def test_an_old_pin_in_one_sub_project_does_not_stop_the_run(tmp_path: Path) -> 
     assert result.code == 0, result.stderr
     oldest = known_releases()[0]
     assert (
-        f"cachelint: warning: eval/requirements.txt: the vLLM pins (`vllm==0.5.5`) match no release cachelint "
-        f"knows ({oldest}\N{EN DASH}{newest_known_release()}): {oldest}, the oldest release it knows, stands in "
-        "for them"
+        "cachelint: warning: eval/pyproject.toml, dependencies: the vLLM pins (`vllm==0.5.5`) match no release "
+        f"cachelint knows ({oldest}\N{EN DASH}{newest_known_release()}): {oldest}, the oldest release it knows, "
+        "stands in for them"
     ) in result.stderr
-    assert f"Checked for vLLM {oldest} (eval/requirements.txt)" in result.stdout
+    assert f"Checked for vLLM {oldest} (eval/pyproject.toml, dependencies)" in result.stdout
     assert "Checked for vLLM 0.18.0" in result.stdout
     assert check("--vllm", "<0.5", ".", cwd=root).code == 2
 
