@@ -1300,21 +1300,22 @@ class ProjectRun:
         return self.cache.run_key(json.dumps({"code tests of": self.run_key}))
 
     def _put_code_tests(self, tests: list[tuple[Version, str, str]]) -> None:
-        """Keep the project's tests of vLLM's version beside its findings: they widened its range."""
+        """Keep the project's tests of vLLM's version beside its findings (they widened its range), as a
+        run entry of their own: a run over unsaved editor buffers keeps them out of the file as it keeps
+        its findings. None is kept when there are none."""
         key = self._code_tests_key()
-        if key is not None and self.cache is not None:
-            self.cache.put_text(
-                key, json.dumps([[str(release), operator, where] for release, operator, where in tests])
-            )
+        if key is not None and self.cache is not None and tests:
+            entries = [
+                {"release": str(release), "operator": operator, "where": where} for release, operator, where in tests
+            ]
+            self.cache.put_run(key, entries)
 
     def _code_tests(self) -> list[tuple[Version, str, str]]:
         key = self._code_tests_key()
-        text = self.cache.get_text(key) if key is not None and self.cache is not None else None
+        entries = self.cache.get_run(key, []) if key is not None and self.cache is not None else None
         try:
-            return (
-                [(Version(release), operator, where) for release, operator, where in json.loads(text)] if text else []
-            )
-        except (ValueError, TypeError):
+            return [(Version(item["release"]), item["operator"], item["where"]) for item in entries or ()]
+        except (KeyError, TypeError, ValueError):
             return []
 
     def close(self) -> None:

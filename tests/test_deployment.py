@@ -261,3 +261,14 @@ def test_the_summary_and_sarif_list_each_source() -> None:
     [project] = sarif["runs"][0]["properties"]["supportedVllm"]
     assert [item["kind"] for item in project["evidence"]] == ["deployment", "code"]
     assert project["evidence"][0]["where"][0] == "docker/Dockerfile.stable.vllm:4: ARG VLLM_VERSION=0.23.0"
+
+
+def test_a_run_answered_from_the_cache_shows_the_same_widened_range(tmp_path: Path) -> None:
+    import shutil
+
+    tree = tmp_path / "seed"
+    shutil.copytree(SEED, tree, ignore=shutil.ignore_patterns("*.fixed", ".cachelint_cache"))
+    first = check(".", cwd=tree)
+    again = check(".", cwd=tree)
+    assert "the code's gates up to 0.22.0" in first.stdout
+    assert (again.code, again.stdout, again.stderr) == (first.code, first.stdout, first.stderr)
