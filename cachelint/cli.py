@@ -386,13 +386,16 @@ def show_resolved_settings(settings: Settings, start: Path) -> None:
     and where that came from."""
     import json
 
-    from cachelint.engine import resolve_range, resolve_sglang_range
+    from cachelint.engine import analyze, resolve_range, resolve_sglang_range
     from cachelint.vllm_range import find_project_root, shown_path
 
     while not start.exists() and start != start.parent:
         start = start.parent
     root = find_project_root(start)
     supported = resolve_range(settings, root)
+    if supported.widenable and root.is_dir():  # the code's tests of vLLM's version may widen it
+        checked = analyze([root], settings, project_root=root)
+        supported = checked.supported
     sglang = resolve_sglang_range(settings, root)
     shown = settings.to_display()
     shown["supported-vllm"] = {"project-root": shown_path(root), **supported.to_json()}

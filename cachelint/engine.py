@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from packaging.version import Version
+
 from cachelint import parallel, vllm_range
 from cachelint.cache import Cache, FileRecord
 from cachelint.config import CONFIG_FILE_NAMES, ConfigError, Settings, gitignore_spec, selector_matches
@@ -70,11 +72,15 @@ TRIGGER_WORDS = (
 #   finding asks for it (CL202's launch sites).
 # - AsyncLLM and EngineClient, which make a receiver's coroutines judged (CL005), where the file also
 #   names one of those coroutines that no other trigger word names.
+# - vLLM's or SGLang's version read (`vllm.__version__`, `version("sglang")`): its comparisons are
+#   evidence of the releases the code runs on (vllm_range.widen_by_code) and may compare strings (CL011).
 _OTHER_COROUTINES = re.compile(rb"sleep|wake_up|resume_generation")
 TRIGGER_PATTERNS = (
     (b"update_weights_from_", re.compile(rb"[./\"']update_weights_from_|def update_weights_from_")),
     (b"AsyncLLM", _OTHER_COROUTINES),
     (b"EngineClient", _OTHER_COROUTINES),
+    (b"__version__", re.compile(rb"(?:vllm|sglang)\.__version__|from (?:vllm|sglang) import __version__")),
+    (b"version(", re.compile(rb"version\(\s*[\"'](?:vllm|sglang)[\"']")),
 )
 
 
@@ -1173,7 +1179,8 @@ class ProjectRun:
         self.started_ns = _now_ns()
         self.folder = root.parent if root.is_file() else root
         started = time.perf_counter()
-        self.supported = resolve_range(settings, root)
+        self.supported = resolve_range(settings, root)  # before the code's tests of vLLM's version
+        self.checked = self.supported  # after them (vllm_range.widen_by_code)
         self.sglang = resolve_sglang_range(settings, root)
         if cache is None and use_cache:
             # A root that is not on disk (the folder of a --stdin-filename that does not exist) gets no cache.
@@ -1281,9 +1288,37 @@ class ProjectRun:
         """The stored findings, else those found now (and stored)."""
         findings = self.stored(progress)
         if findings is None:
-            findings = _find(self.analyzer, self.target_files, self.project, self.ranges, self.named, progress)
+            findings, tests = _find(self.analyzer, self.target_files, self.project, self.ranges, self.named, progress)
             self.analyzer.store_findings(self.run_key, findings)
+            self._put_code_tests(tests)
+        else:
+            tests = self._code_tests()
+        self.checked = vllm_range.widen_by_code(self.supported, tests)
         return self.report(findings)
+
+    def _code_tests_key(self) -> str | None:
+        if self.cache is None or self.run_key is None:
+            return None
+        return self.cache.run_key(json.dumps({"code tests of": self.run_key}))
+
+    def _put_code_tests(self, tests: list[tuple[Version, str, str]]) -> None:
+        """Keep the project's tests of vLLM's version beside its findings (they widened its range), as a
+        run entry of their own: a run over unsaved editor buffers keeps them out of the file as it keeps
+        its findings. None is kept when there are none."""
+        key = self._code_tests_key()
+        if key is not None and self.cache is not None and tests:
+            entries = [
+                {"release": str(release), "operator": operator, "where": where} for release, operator, where in tests
+            ]
+            self.cache.put_run(key, entries)
+
+    def _code_tests(self) -> list[tuple[Version, str, str]]:
+        key = self._code_tests_key()
+        entries = self.cache.get_run(key, []) if key is not None and self.cache is not None else None
+        try:
+            return [(Version(item["release"]), item["operator"], item["where"]) for item in entries or ()]
+        except (KeyError, TypeError, ValueError):
+            return []
 
     def close(self) -> None:
         """Let the cache go, for another process to answer."""
@@ -1322,13 +1357,13 @@ class ProjectRun:
             findings=sorted(set(findings), key=Finding.sort_key),
             sources=sources,
             files_checked=len(self.plan.targets),
-            supported=self.supported,
+            supported=self.checked,
             root=self.folder,
             targets=shown,
             warnings=[self.cache.warning] if self.cache is not None and self.cache.warning else [],
             projects=[
                 ProjectReport(
-                    self.folder, self.supported, tuple(shown), self.consulted, self.sglang if uses_sglang else None
+                    self.folder, self.checked, tuple(shown), self.consulted, self.sglang if uses_sglang else None
                 )
             ],
         )
@@ -1356,8 +1391,10 @@ def _find(
     supported: tuple[SupportedRange, SupportedRange],
     named: AbstractSet[str],
     progress: Callable[[int, int], None] | None,
-) -> list[Finding]:
+) -> tuple[list[Finding], list[tuple[Version, str, str]]]:
+    """The findings, and the project's tests of vLLM's version that widen its range (`widen_by_code`)."""
     settings = analyzer.settings
+    tests: list[tuple[Version, str, str]] = []
     with collector_paused():
         analyzer.examine(progress)
         index_files = [loaded for loaded in {id(f): f for f in [*target_files, *project]}.values() if loaded.summary]
@@ -1367,6 +1404,8 @@ def _find(
     context = None
     if grown is not None and any(loaded.summary for loaded in target_files):
         index, load_callers = grown
+        tests = _version_tests(index)
+        supported = (vllm_range.widen_by_code(supported[0], tests), supported[1])
         context = _rules_context(analyzer, index, supported)
         if _callers_may_matter(analyzer, context, target_files):
             loading = time.perf_counter()
@@ -1382,7 +1421,22 @@ def _find(
         analyzer.stats.ruled += len(summaries)
     kept = apply_suppressions(findings, clean, settings, analyzer.root_folder)
     analyzer.stats.add_time("rules", started)
-    return kept
+    return kept, tests
+
+
+def _version_tests(index: ProjectIndex) -> list[tuple[Version, str, str]]:
+    """Each comparison of vLLM's version with a release in the indexed files: the release, the operator
+    (the installed version on its left) and where it is."""
+    return [
+        (
+            Version(comparison.threshold),
+            comparison.operator,
+            f"{path}:{comparison.span.line}: {' '.join(comparison.text.split())}",
+        )
+        for path, summary in sorted(index.files.items())
+        for comparison in summary.version_comparisons
+        if comparison.engine == "vllm"
+    ]
 
 
 def _rules_context(

@@ -1,4 +1,5 @@
-"""Recognizing tests of the installed vLLM version, in every spelling real frameworks use."""
+"""Recognizing tests of the installed vLLM version (or SGLang's: `VersionTestReader("sglang")`), in every
+spelling real frameworks use."""
 
 from __future__ import annotations
 
@@ -81,26 +82,31 @@ def _last(node: ast.expr) -> str:
 
 
 class VersionTestReader:
-    """Knows the names bound to vLLM's version in a module and reads tests against it."""
+    """Knows the names bound to an engine's version in a module (vLLM's by default) and reads tests
+    against it."""
 
-    def __init__(self, extra_helpers: tuple[str, ...] = ()) -> None:
+    def __init__(self, extra_helpers: tuple[str, ...] = (), engine: str = "vllm") -> None:
+        self.engine = engine
         self.version_names: set[str] = set()
-        self.vllm_modules: set[str] = {"vllm"}
+        self.vllm_modules: set[str] = {engine}  # the names bound to the engine's package
         self.extra_helpers = set(extra_helpers)
 
     def copy(self) -> VersionTestReader:
-        clone = VersionTestReader()
+        clone = VersionTestReader(engine=self.engine)
         clone.version_names = set(self.version_names)
         clone.vllm_modules = set(self.vllm_modules)
         clone.extra_helpers = self.extra_helpers
         return clone
 
     def note_import_from(self, module: str, name: str, alias: str) -> None:
-        if (module == "vllm" or module.startswith("vllm.")) and "version" in name.lower():
+        engine = self.engine
+        if (module == engine or module.startswith(f"{engine}.")) and "version" in name.lower():
             self.version_names.add(alias)
+        if module == engine and name == "version":
+            self.vllm_modules.add(alias)
 
     def note_import(self, module: str, alias: str) -> None:
-        if module == "vllm":
+        if module == self.engine:
             self.vllm_modules.add(alias)
 
     def note_assignment(self, target: str, value: ast.expr) -> None:
@@ -127,7 +133,7 @@ class VersionTestReader:
             if last in ("parse", "Version", "LooseVersion", "StrictVersion", "str", "tuple") and args:
                 return self.is_version_value(args[0])
             if last in ("version", "get_version", "get_package_version", "package_version", "_get_version"):
-                return bool(args) and string_value(args[0]) == "vllm"
+                return bool(args) and string_value(args[0]) == self.engine
         return False
 
     def literal_version(self, node: ast.expr) -> tuple[Version, bool] | None:
@@ -147,7 +153,7 @@ class VersionTestReader:
         return None
 
     def read(self, test: ast.expr) -> VersionTest | None:
-        """The first vLLM version comparison in `test` (through not/and/or)."""
+        """The first comparison of the engine's version in `test` (through not/and/or)."""
         if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
             inner = self.read(test.operand)
             return inner.negated() if inner else None
@@ -164,6 +170,12 @@ class VersionTestReader:
         return None
 
     def _comparison(self, node: ast.Compare) -> VersionTest | None:
+        found = self.comparison(node)
+        return found[0] if found else None
+
+    def comparison(self, node: ast.Compare) -> tuple[VersionTest, ast.expr, ast.expr] | None:
+        """The first comparison of the engine's version with a literal release in `node`, with its
+        installed-version side and its literal side."""
         left = node.left
         for op, right in zip(node.ops, node.comparators, strict=False):
             operator = _OPERATORS.get(type(op))
@@ -174,15 +186,15 @@ class VersionTestReader:
             left = right
         return None
 
-    def _pair(self, left: ast.expr, operator: str, right: ast.expr) -> VersionTest | None:
+    def _pair(self, left: ast.expr, operator: str, right: ast.expr) -> tuple[VersionTest, ast.expr, ast.expr] | None:
         if self.is_version_value(left):
             literal = self.literal_version(right)
             if literal:
-                return VersionTest(operator, literal[0], literal[1] and self._is_raw_string(left))
+                return VersionTest(operator, literal[0], literal[1] and self._is_raw_string(left)), left, right
         if self.is_version_value(right):
             literal = self.literal_version(left)
             if literal:
-                return VersionTest(_FLIP[operator], literal[0], literal[1] and self._is_raw_string(right))
+                return VersionTest(_FLIP[operator], literal[0], literal[1] and self._is_raw_string(right)), right, left
         return None
 
     def _is_raw_string(self, node: ast.expr) -> bool:
@@ -211,11 +223,11 @@ class VersionTestReader:
             match = _HELPER.search(name)
             if not match or "version" not in name.lower():
                 return None
-            if "vllm" not in name.lower() and "vllm" not in strings:
+            if self.engine not in name.lower() and self.engine not in strings:
                 return None
             operator = _HELPER_DIRECTION[match.group(1)]
         for text in reversed(strings):
-            parsed = _parse_version(text) if text != "vllm" else None
+            parsed = _parse_version(text) if text != self.engine else None
             if parsed:
                 return VersionTest(operator, parsed, False)
         return None

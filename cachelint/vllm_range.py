@@ -1,6 +1,8 @@
 """The releases of an engine (vLLM, SGLang) a project supports: from `vllm =` / `--vllm` (`sglang =` /
-`--sglang`), else read statically from its pins (pins.py says which files count and how they combine),
-else every release the facts know. The same code serves each distribution (`Distribution`)."""
+`--sglang`), else read statically from the project: the union of its pins (pins.py says which files
+count and how they combine), the releases its deployment files name (deployment.py) and, once its
+files are summarized, the releases its own version tests name beyond those (`widen_by_code`); else
+every release the facts know. The same code serves each distribution (`Distribution`)."""
 
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from cachelint.facts import load_facts, load_sglang_facts
 if TYPE_CHECKING:
     from packaging.specifiers import SpecifierSet
 
+    from cachelint.deployment import Deployed
     from cachelint.facts import Facts
     from cachelint.pins import Alternative, Pin
 
@@ -59,6 +62,27 @@ def newest_known_release(dist: Distribution = VLLM) -> Version:
 
 
 @dataclass(frozen=True)
+class Evidence:
+    """Releases a project runs on that a source other than its pins names: a deployment file, or the
+    code's own version tests."""
+
+    kind: str  # "deployment", "code"
+    words: str  # for the summary: `docker/Dockerfile.stable.vllm 0.23.0`, `the code's gates up to 0.22.0`
+    releases: tuple[Version, ...]  # the known releases it names (a deployment) or reaches (the code)
+    added: tuple[Version, ...]  # those the range would not hold without it
+    lines: tuple[str, ...]  # where: `docker/Dockerfile.stable.vllm:2: ARG VLLM_VERSION=0.23.0`
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "source": self.words,
+            "releases": [str(release) for release in self.releases],
+            "added": [str(release) for release in self.added],
+            "where": list(self.lines),
+        }
+
+
+@dataclass(frozen=True)
 class SupportedRange:
     """The known releases of an engine a project may run on, and where that came from."""
 
@@ -71,8 +95,14 @@ class SupportedRange:
     # The project says which release is the oldest it runs on (a lower bound or an exact release); not
     # when the range is assumed or its requirements bound it only from above, or not at all.
     floor_declared: bool = True
-    notes: tuple[str, ...] = ()  # what could not be read, for the warnings
+    notes: tuple[str, ...] = ()  # what could not be read, and where the sources disagree: the warnings
     dist: Distribution = VLLM
+    # Read from the project's files (pins, deployment), not set: the code's version tests may widen it.
+    widenable: bool = False
+    pinned: str = ""  # the releases the pins alone allow (`0.8.5-0.12.0`); "" without pins
+    base: tuple[Version, ...] = ()  # the releases the pins allow, else those the deployment names
+    evidence: tuple[Evidence, ...] = ()  # the sources beside the pins, each with what it added
+    pins_source: str = ""  # the pins' own description (`source` adds what widened them)
 
     @property
     def oldest(self) -> Version:
@@ -98,14 +128,7 @@ class SupportedRange:
     def label(self, dash: str = "\N{EN DASH}") -> str:
         """`0.18.0-0.33.0` (with an en dash by default); runs of known releases apart when the range
         has gaps (`0.17.0-0.18.1, 0.24.0`)."""
-        known = {release: index for index, release in enumerate(known_releases(self.dist))}
-        runs: list[list[Version]] = []
-        for release in self.releases:
-            if runs and known.get(release, -2) == known.get(runs[-1][-1], -4) + 1:
-                runs[-1].append(release)
-            else:
-                runs.append([release])
-        return ", ".join(f"{run[0]}" if len(run) == 1 else f"{run[0]}{dash}{run[-1]}" for run in runs) or "none"
+        return label_releases(self.releases, self.dist, dash)
 
     def describe(self) -> str:
         """The range as rule messages name it: `vLLM 0.16.0-0.21.0`."""
@@ -144,6 +167,7 @@ class SupportedRange:
             "pins": [
                 {"file": shown_path(pin.file), "requirement": pin.requirement, "where": pin.where} for pin in self.pins
             ],
+            "evidence": [evidence.to_json() for evidence in self.evidence],
         }
 
     def warnings(self, project: Path) -> list[str]:
@@ -170,6 +194,18 @@ class SupportedRange:
                 "newest release cachelint knows: findings for newer releases are not known"
             )
         return found
+
+
+def label_releases(releases: Iterable[Version], dist: Distribution, dash: str = "\N{EN DASH}") -> str:
+    """`0.18.0-0.33.0`; runs of known releases apart when there are gaps (`0.17.0-0.18.1, 0.24.0`)."""
+    known = {release: index for index, release in enumerate(known_releases(dist))}
+    runs: list[list[Version]] = []
+    for release in releases:
+        if runs and known.get(release, -2) == known.get(runs[-1][-1], -4) + 1:
+            runs[-1].append(release)
+        else:
+            runs.append([release])
+    return ", ".join(f"{run[0]}" if len(run) == 1 else f"{run[0]}{dash}{run[-1]}" for run in runs) or "none"
 
 
 def shown_path(path: Path) -> str:
@@ -370,14 +406,89 @@ class ProjectRoots:
 
 
 def read_supported_range(root: Path, dist: Distribution = VLLM) -> SupportedRange:
-    """The union of the alternative requirements of `dist` the project at `root` declares, or every
-    release (`assumed`) when it declares none; the newest known release when they allow only newer
-    ones (`newest_standing_in`). Raises EmptyRangeError when they allow no release, known or newer."""
+    """The union of the releases the project at `root` declares (the alternatives of its pins) and
+    deploys (the releases its deployment files name: deployment.py), or every release (`assumed`)
+    when it does neither. Pins that allow only releases newer than the facts know are checked as the
+    newest known release (`newest_standing_in`). Pins that allow none, known or newer (an old pin),
+    leave the range to the deployment files, else the oldest known vLLM release stands in (SGLang's
+    range holds none: its rules that depend on releases stay silent); a warning says so: a project's
+    stale pin never stops a run."""
+    from cachelint.deployment import read_deployed
     from cachelint.pins import read_declared  # only when no `vllm` setting spares reading the pins
 
     declared = read_declared(root, dist.name)
-    if not declared.alternatives:
-        return every_release(root, declared.unread, dist)
+    pinned = _pinned_range(declared.alternatives, dist) if declared.alternatives else None
+    deployed, deployed_notes, deployed_newer = _deployment_evidence(read_deployed(root, dist.name), dist)
+    if pinned is None and not deployed:
+        return every_release(root, [*declared.unread, *deployed_notes], dist)
+    known = known_releases(dist)
+    allowed = set(pinned.releases) if pinned is not None else set()
+    evidence: list[Evidence] = []
+    notes = [*(pinned.notes if pinned is not None else ()), *deployed_notes]
+    for words, releases, lines in deployed:
+        added = tuple(release for release in releases if release not in allowed)
+        evidence.append(Evidence("deployment", words, releases, added, lines))
+        if pinned is not None and added:
+            where, text = lines[0].split(": ", 1)
+            notes.append(
+                f"{where} (`{text}`) names {dist.label} {label_releases(added, dist)}, which the pins exclude "
+                f"({pinned.source}: {_pinned_label(pinned)}): checked for both; the pins may be stale"
+            )
+    allowed |= {release for _, releases, _ in deployed for release in releases}
+    oldest_standing_in = not allowed  # pins that allow no release, and nothing deployed
+    if oldest_standing_in and dist is SGLANG and pinned is not None:  # SGLang's rules judge no release then
+        note = f'{pinned.notes[0]}; set the range with `[tool.cachelint] {dist.name} = ">=..."` or `--{dist.name}`'
+        return dataclasses.replace(pinned, notes=(note,))
+    if pinned is not None and not pinned.releases:
+        outcome = (
+            f"{known[0]}, the oldest release it knows, stands in for them, and findings particular to older "
+            f'releases are not known; set the range with `[tool.cachelint] {dist.name} = ">=..."` or `--{dist.name}`'
+            if oldest_standing_in
+            else "the deployment files decide"
+        )
+        notes.append(f"{pinned.notes[0]}: {outcome}")
+        notes.remove(pinned.notes[0])
+    if oldest_standing_in:
+        allowed = {known[0]}
+    ordered = tuple(release for release in known if release in allowed)
+    base = pinned.releases if pinned is not None and pinned.releases else ordered
+    pins_source = pinned.source if pinned is not None else ""
+    return SupportedRange(
+        ordered,
+        _describe_sources(pins_source, _pinned_label(pinned) if pinned else "", tuple(evidence)),
+        pinned.pins if pinned is not None else (),
+        beyond_known=(pinned is not None and pinned.beyond_known) or deployed_newer,
+        newer_only=(pinned.newer_only if pinned is not None else deployed_newer) and len(ordered) == 1,
+        floor_declared=pinned.floor_declared if pinned is not None and not oldest_standing_in else True,
+        notes=tuple(dict.fromkeys(notes)),
+        dist=dist,
+        widenable=True,
+        pinned=_pinned_label(pinned) if pinned else "",
+        base=base,
+        evidence=tuple(evidence),
+        pins_source=pins_source,
+    )
+
+
+def _pinned_label(pinned: SupportedRange | None) -> str:
+    if pinned is None:
+        return ""
+    return pinned.label("-") if pinned.releases else "no release cachelint knows"
+
+
+def _describe_sources(pins_source: str, pinned: str, evidence: tuple[Evidence, ...]) -> str:
+    """`setup.py, extra "vllm" 0.8.5-0.12.0; widened by docker/Dockerfile.stable.vllm 0.23.0 and the
+    code's gates up to 0.22.0`: the pins, then what widened them; without pins, the deployment files."""
+    widening = [item.words for item in evidence if item.added and (pins_source or item.kind == "code")]
+    if pins_source:
+        return f"{pins_source} {pinned}; widened by {' and '.join(widening)}" if widening else pins_source
+    deployed = "; ".join(item.words for item in evidence if item.kind == "deployment")
+    return f"{deployed}; widened by {' and '.join(widening)}" if widening else deployed
+
+
+def _pinned_range(alternatives: list[Alternative], dist: Distribution) -> SupportedRange:
+    """The releases the alternatives of the pins allow; none (with a note) when they allow no known
+    release nor a newer one."""
     from packaging.specifiers import SpecifierSet
 
     known = known_releases(dist)
@@ -385,7 +496,7 @@ def read_supported_range(root: Path, dist: Distribution = VLLM) -> SupportedRang
     contributing: list[Alternative] = []
     beyond = False
     floor_declared = True
-    for alternative in declared.alternatives:
+    for alternative in alternatives:
         specifier = SpecifierSet()
         for pin in alternative:
             specifier &= pin.specifier if pin.specifier is not None else SpecifierSet()
@@ -395,16 +506,16 @@ def read_supported_range(root: Path, dist: Distribution = VLLM) -> SupportedRang
             allowed |= releases
             contributing.append(alternative)
             floor_declared = floor_declared and bounds_below(specifier)
-    pins = tuple(dict.fromkeys(pin for alternative in declared.alternatives for pin in alternative))
+    pins = tuple(dict.fromkeys(pin for alternative in alternatives for pin in alternative))
     if not allowed and beyond:
         return newest_standing_in(describe_pins(pins), pins, dist)
     if not allowed:
         written = ", ".join(f"`{pin.requirement}`" for pin in pins)
-        raise EmptyRangeError(
+        note = (
             f"{describe_pins(pins)}: the {dist.label} pins ({written}) match no release cachelint knows "
-            f'({_known_label(dist)}); set the range with `[tool.cachelint] {dist.name} = ">=..."` or `--{dist.name}`',
-            describe_pins(pins),
+            f"({_known_label(dist)})"
         )
+        return SupportedRange((), describe_pins(pins), pins, notes=(note,), dist=dist, floor_declared=False)
     used = tuple(dict.fromkeys(pin for alternative in contributing for pin in alternative))
     notes = tuple(
         f"{shown_path(pin.file)}: cannot tell which {dist.label} release `{pin.requirement}` installs: "
@@ -415,6 +526,107 @@ def read_supported_range(root: Path, dist: Distribution = VLLM) -> SupportedRang
     ordered = tuple(release for release in known if release in allowed)
     return SupportedRange(
         ordered, describe_pins(used), used, beyond_known=beyond, notes=notes, dist=dist, floor_declared=floor_declared
+    )
+
+
+def _deployment_evidence(
+    found: list[Deployed], dist: Distribution
+) -> tuple[list[tuple[str, tuple[Version, ...], tuple[str, ...]]], list[str], bool]:
+    """Per deployment file: its words for the summary, the known releases it names and where; the
+    notes on releases it names that the facts do not know; whether one is newer than they know."""
+    by_file: dict[Path, list[tuple[Version, str]]] = {}
+    notes: list[str] = []
+    newer = False
+    for item in found:
+        where = f"{shown_path(item.file)}:{item.line}"
+        release, note = match_release(item.version, dist)
+        newer = newer or Version(item.version.public) > known_releases(dist)[-1]
+        if note:
+            notes.append(f"{where}: {dist.label} {item.version}: {note}")
+        if release is not None:
+            by_file.setdefault(item.file, []).append((release, f"{where}: {item.text}"))
+    evidence = []
+    for file, named in by_file.items():
+        releases = tuple(release for release in known_releases(dist) if any(release == r for r, _ in named))
+        lines = tuple(dict.fromkeys(line for _, line in named))
+        evidence.append((f"{shown_path(file)} {label_releases(releases, dist)}", releases, lines))
+    return evidence, notes, newer
+
+
+def match_release(version: Version, dist: Distribution) -> tuple[Version | None, str]:
+    """The known release that `version` (as a deployment names it) is: itself; without its local label
+    (`0.19.0+cu121`); the newest known post-release of its release at or before it (`0.5.15.post3` is
+    checked as `0.5.15.post1`); the newest known release standing in for a newer one. None for a release
+    older than any known one, or one between known ones that the facts lack; the note says why."""
+    known = known_releases(dist)
+    public = Version(version.public)
+    if public in known:
+        return public, ""
+    if public > known[-1]:
+        return known[-1], f"newer than {known[-1]}, the newest release cachelint knows, which stands in for it"
+    same = [release for release in known if release.release == public.release and release <= public]
+    if same:
+        return same[-1], ""
+    if public < known[0]:
+        return None, f"older than any release cachelint knows ({_known_label(dist)}): not counted"
+    return None, "a release cachelint does not know: not counted"
+
+
+def widen_by_code(supported: SupportedRange, tests: Iterable[tuple[Version, str, str]]) -> SupportedRange:
+    """`supported` widened by the project's own version tests (`tests`: each release compared with, the
+    operator with the installed version on its left, and where, `path:line: text`): a test of a release
+    newer than the newest the pins allow (else than the deployment names) means the code runs there, as
+    a test of one older than the oldest does; the known releases between are added (up to the tested
+    release's patch releases: a test names the first release of a behaviour, and `0.22.1` behaves as
+    `0.22.0`; from the tested release, or after it for `> 0.8.5`), with a warning. A test inside that
+    range changes nothing, and nothing is ever taken out. A range set by `vllm =` / `--vllm`, a vendored
+    vLLM's or an assumed one is kept."""
+    if not supported.widenable or not supported.base:
+        return supported
+    dist = supported.dist
+    low, high = supported.base[0], supported.base[-1]
+    tests = list(tests)
+    above = [test for test in tests if test[0] > high]
+    below = [test for test in tests if test[0] < low]
+    top = max(above, key=lambda test: test[0]) if above else None
+    bottom = min(below, key=lambda test: (test[0], test[1] == ">")) if below else None
+
+    def reached_by(release: Version) -> bool:
+        if top is not None and high < release and release.release[:2] <= top[0].release[:2]:
+            return True
+        if bottom is None or release >= low:
+            return False
+        return release > bottom[0] if bottom[1] == ">" else release >= bottom[0]
+
+    reached = tuple(release for release in known_releases(dist) if reached_by(release))
+    added = tuple(release for release in reached if release not in supported.releases)
+    if not added:
+        return supported
+    reach = [f"down to {bottom[0]}"] if bottom else []
+    reach += [f"up to {top[0]}"] if top else []
+    lines = tuple(test[2] for test in (bottom, top) if test is not None)
+    evidence = Evidence("code", "the code's gates " + " and ".join(reach), reached, added, lines)
+    declared = (
+        f"the pins ({supported.pins_source}: {supported.pinned})"
+        if supported.pins_source
+        else f"the deployment files ({supported.source})"
+    )
+    notes = [
+        f"{where} (`{text}`): the code tests {dist.label} {test[0]}, outside {declared}: "
+        f"{label_releases(added, dist)} checked too; the pins may be stale"
+        for test in (bottom, top)
+        if test is not None
+        for where, text in (test[2].split(": ", 1),)
+    ]
+    all_evidence = (*supported.evidence, evidence)
+    releases = tuple(release for release in known_releases(dist) if release in {*supported.releases, *added})
+    return dataclasses.replace(
+        supported,
+        releases=releases,
+        source=_describe_sources(supported.pins_source, supported.pinned, all_evidence),
+        evidence=all_evidence,
+        notes=tuple(dict.fromkeys((*supported.notes, *notes))),
+        newer_only=False,
     )
 
 

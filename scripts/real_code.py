@@ -1,7 +1,8 @@
 """Precision of cachelint on released RL frameworks that drive vLLM, against a committed triage.
 
 Downloads the released sources of each distribution version in CORPUS with pip (a wheel where one
-exists for the interpreter tag given, else the sdist), unpacks each into a folder of its own, runs
+exists for the interpreter tag given, else the sdist; the sdist alone for an entry marked `sdist=True`,
+whose Dockerfiles, scripts and CI workflows a wheel leaves out), unpacks each into a folder of its own, runs
 `python -m cachelint check --output-format json --no-cache .` in it as a user of that project would,
 and compares every finding with tests/data/real_code_triage.tsv. Nothing downloaded is installed or
 imported.
@@ -27,9 +28,10 @@ The triage file: one line per finding, tab-separated, `#` lines are comments:
 
     distribution  path  line  column  code  verdict  fix  reason
 
-- distribution `name==version` as in CORPUS; path relative to the unpacked tree; line and column
-  1-based, as cachelint reports them. Released files never change, so the key is stable; a rule
-  change that moves or drops a finding shows as a vanished line (and a new one).
+- distribution `name==version` as in CORPUS (`name==version (sdist)` for an entry marked `sdist`);
+  path relative to the unpacked tree; line and column 1-based, as cachelint reports them. Released
+  files never change, so the key is stable; a rule change that moves or drops a finding shows as a
+  vanished line (and a new one).
 - verdict: `true` (a maintainer would accept it as a real bug, or a real risk on the project's
   supported vLLM range), `false`, `debatable`, or `untriaged` (which fails the run).
 - fix: `-` when the finding has no fix that `--fix --unsafe-fixes` applies, else `VERDICT@ID` with
@@ -83,19 +85,28 @@ else:  # pragma: no cover
 
 @dataclass(frozen=True)
 class Dist:
-    """A released distribution version; `python` is the interpreter version pip picks a wheel for."""
+    """A released distribution version; `python` is the interpreter version pip picks a wheel for;
+    `sdist`: its source distribution even where a wheel exists, for the files a wheel leaves out
+    (Dockerfiles, scripts, CI workflows: the deployment evidence of the supported range)."""
 
     name: str
     version: str
     python: str = "3.12"
+    sdist: bool = False
 
     @property
     def spec(self) -> str:
+        """The requirement pip downloads."""
         return f"{self.name}=={self.version}"
 
     @property
+    def label(self) -> str:
+        """The name in the triage file and the report: the spec, with ` (sdist)` for a source one."""
+        return f"{self.spec} (sdist)" if self.sdist else self.spec
+
+    @property
     def folder(self) -> str:
-        return f"{canonicalize_name(self.name)}-{self.version}"
+        return f"{canonicalize_name(self.name)}-{self.version}" + ("-sdist" if self.sdist else "")
 
 
 # Versions chosen where the code that drives vLLM's caches changed, with releases before and after
@@ -127,6 +138,10 @@ CORPUS = (
     Dist("ms-swift", "4.6.0"),
     Dist("cosmos-rl", "0.3.9"),
     Dist("cosmos-rl", "0.4.7"),
+    # Source distributions that ship Dockerfiles or CI workflows naming a vLLM or SGLang release.
+    Dist("cosmos-rl", "0.3.9", sdist=True),
+    Dist("cosmos-rl", "0.4.7", sdist=True),
+    Dist("siirl", "0.2.0", sdist=True),
     Dist("atroposlib", "0.4.0"),
     Dist("oat-llm", "0.2.4", python="3.10"),
     Dist("unsloth", "2025.12.1"),
@@ -152,13 +167,13 @@ class Failure(Exception):
 
 
 def cached_archive(dist: Dist, downloads: Path) -> Path | None:
-    """The wheel (preferred) or sdist of `dist` already in `downloads`."""
+    """The wheel (preferred, unless `dist.sdist`) or sdist of `dist` already in `downloads`."""
     wanted = canonicalize_name(dist.name)
     version = Version(dist.version)
     sdist = None
     for path in sorted(downloads.iterdir()) if downloads.is_dir() else ():
         try:
-            if path.name.endswith(".whl"):
+            if path.name.endswith(".whl") and not dist.sdist:
                 name, found, _, _ = parse_wheel_filename(path.name)
                 if name == wanted and found == version:
                     return path
@@ -185,7 +200,7 @@ def pip_download(dist: Dist, downloads: Path, binary: str) -> None:
 
 def download(dist: Dist, downloads: Path) -> Path:
     downloads.mkdir(parents=True, exist_ok=True)
-    for binary in ("wheel", "sdist"):
+    for binary in ("sdist",) if dist.sdist else ("wheel", "sdist"):
         archive = cached_archive(dist, downloads)
         if archive is not None:
             return archive
@@ -306,7 +321,7 @@ def location(finding: dict[str, object], field: str = "location") -> tuple[int, 
 def key_of(dist: Dist, finding: dict[str, object]) -> Key:
     line, column = location(finding)
     path = Path(str(finding["filename"])).as_posix()
-    return Key(dist.spec, path, line, column, str(finding["code"]))
+    return Key(dist.label, path, line, column, str(finding["code"]))
 
 
 def applied_fix(finding: dict[str, object]) -> dict[str, object] | None:
@@ -521,24 +536,24 @@ def fix_pass(dist: Dist, tree: Path, fixed: Path, found: list[Found]) -> tuple[l
     remaining = cachelint(fixed, "--fix", "--unsafe-fixes")
     after = snapshot(fixed)
     problems: list[str] = []
-    report = [f"## {dist.spec}\n\n"]
+    report = [f"## {dist.label}\n\n"]
     changed = [path for path in after if after[path] != before.get(path)]
     for path in changed:
         name = path.relative_to(fixed).as_posix()
         try:
             compile(after[path], name, "exec", dont_inherit=True)
         except (SyntaxError, ValueError) as error:
-            problems.append(f"{dist.spec} {name}: the fixed file does not compile: {error}")
+            problems.append(f"{dist.label} {name}: the fixed file does not compile: {error}")
     again = cachelint(fixed, "--fix", "--unsafe-fixes")
     if snapshot(fixed) != after:
-        problems.append(f"{dist.spec}: a second --fix --unsafe-fixes run changed files again")
+        problems.append(f"{dist.label}: a second --fix --unsafe-fixes run changed files again")
     if [key_of(dist, f) for f in again] != [key_of(dist, f) for f in remaining]:
-        problems.append(f"{dist.spec}: the second fix run reported other findings than the first")
+        problems.append(f"{dist.label}: the second fix run reported other findings than the first")
     left = {key_of(dist, f) for f in remaining}
     applied = [item for item in found if item.fix is not None and item.key not in left]
     for item in found:
         if item.fix is not None and item.key in left:
-            problems.append(f"{dist.spec}: the fix for {item.key.show()} was not applied")
+            problems.append(f"{dist.label}: the fix for {item.key.show()} was not applied")
     report += fix_diffs(tree, applied)
     for path in changed:
         name = path.relative_to(fixed).as_posix()
@@ -559,7 +574,7 @@ def fix_pass(dist: Dist, tree: Path, fixed: Path, found: list[Found]) -> tuple[l
 def select(only: Sequence[str]) -> list[Dist]:
     if not only:
         return list(CORPUS)
-    chosen = [d for d in CORPUS if any(want in (d.spec, d.name, canonicalize_name(d.name)) for want in only)]
+    chosen = [d for d in CORPUS if any(want in (d.spec, d.label, d.name, canonicalize_name(d.name)) for want in only)]
     if not chosen:
         raise Failure(f"--only {' '.join(only)} matches nothing in the corpus")
     return chosen
@@ -581,14 +596,14 @@ def run(options: argparse.Namespace) -> int:
         findings = [Found(key_of(dist, f), f) for f in cachelint(tree, "--unsafe-fixes")]
         codes = collections.Counter(item.key.code for item in findings)
         summary = ", ".join(f"{code} {count}" for code, count in sorted(codes.items())) or "none"
-        print(f"{dist.spec:<28} {archive.name:<58} {len(findings):>3} findings ({summary})")
+        print(f"{dist.label:<28} {archive.name:<58} {len(findings):>3} findings ({summary})")
         found += findings
         if options.fix:
             fix_problems, fix_report, count = fix_pass(dist, tree, trees / "fixed" / dist.folder, findings)
             problems += fix_problems
             report += fix_report
             applied += count
-    compared, updated = compare(found, entries, {d.spec for d in dists})
+    compared, updated = compare(found, entries, {d.label for d in dists})
     problems = compared + problems
     if options.update:
         options.triage.parent.mkdir(parents=True, exist_ok=True)
@@ -598,10 +613,10 @@ def run(options: argparse.Namespace) -> int:
         report_path = options.report or downloads / "fix-report.diff"
         report_path.write_text("".join(report), encoding="utf-8")
         print(f"\n{applied} fixes applied; each fix's diff is in {report_path}")
-    print_precision([e for e in updated if e.key.distribution in {d.spec for d in dists}])
+    print_precision([e for e in updated if e.key.distribution in {d.label for d in dists}])
     for problem in problems:
         print(f"FAIL {problem}")
-    chosen = {d.spec for d in dists}
+    chosen = {d.label for d in dists}
     still_open = any(e.key.distribution in chosen and "untriaged" in (e.verdict, e.fix_verdict) for e in updated)
     return 1 if problems or still_open else 0
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from cli_runner import ASSUMED, CHECKED, NO_PIN_WARNING, WORKER, check, tiny_project, write_tree
 
-from cachelint.vllm_range import newest_known_release
+from cachelint.vllm_range import known_releases, newest_known_release
 
 # Pausing with clear_cache=True desyncs the processor cache on vLLM 0.17-0.21 (CL004): a real bug in a
 # project that supports 0.18-0.19, none in one that supports 0.22 and later.
@@ -243,14 +243,8 @@ def test_the_summary_names_the_range_of_a_pinned_project(tmp_path: Path) -> None
             'vllm = ">=0.20,<0.10"\n',
             "{root}/cachelint.toml: `vllm` = '>=0.20,<0.10' matches no vLLM release cachelint knows ({known})",
         ),
-        (
-            "pyproject.toml",
-            '[project]\nname = "p"\ndependencies = ["vllm<0.5"]\n',
-            "pyproject.toml, dependencies: the vLLM pins (`vllm<0.5`) match no release cachelint knows ({known}); "
-            'set the range with `[tool.cachelint] vllm = ">=..."` or `--vllm`',
-        ),
     ],
-    ids=["setting before the facts", "contradictory setting", "pins before the facts"],
+    ids=["setting before the facts", "contradictory setting"],
 )
 def test_an_empty_range_is_an_error(tmp_path: Path, where: str, content: str, message: str) -> None:
     root = write_tree(tmp_path / "p", {where: content, "a.py": "import vllm\nvllm.LLM().reset_prefix_cache()\n"})
@@ -259,6 +253,35 @@ def test_an_empty_range_is_an_error(tmp_path: Path, where: str, content: str, me
         result = check(*args, cwd=root)
         assert (result.code, result.stdout) == (2, "")
         assert result.stderr_lines == ["cachelint: error: " + message.format(root=root, known=known)]
+
+
+def test_an_old_pin_in_one_sub_project_does_not_stop_the_run(tmp_path: Path) -> None:
+    """A monorepo whose evaluation sub-project pins a vLLM older than the facts: that project gets a
+    warning and the oldest known release in its place, the trainer beside it is checked as pinned, and
+    the run's exit code comes from the findings; `--vllm` that matches nothing still exits 2."""
+    root = write_tree(
+        tmp_path / "mono",
+        {
+            ".git/HEAD": "ref: refs/heads/main\n",
+            "eval/pyproject.toml": '[project]\nname = "ev"\ndependencies = ["vllm==0.5.5"]\n',
+            "eval/ev/__init__.py": "",
+            "eval/ev/run_eval.py": "import vllm\n\ndef reset(llm: vllm.LLM):\n    llm.reset_prefix_cache()\n",
+            "trainer/pyproject.toml": '[project]\nname = "t"\ndependencies = ["vllm>=0.18"]\n',
+            "trainer/t/__init__.py": "",
+            "trainer/t/clean.py": "import vllm\n",
+        },
+    )
+    result = check("--output-format", "concise", ".", cwd=root)
+    assert result.code == 0, result.stderr
+    oldest = known_releases()[0]
+    assert (
+        "cachelint: warning: eval/pyproject.toml, dependencies: the vLLM pins (`vllm==0.5.5`) match no release "
+        f"cachelint knows ({oldest}\N{EN DASH}{newest_known_release()}): {oldest}, the oldest release it knows, "
+        "stands in for them"
+    ) in result.stderr
+    assert f"Checked for vLLM {oldest} (eval/pyproject.toml, dependencies)" in result.stdout
+    assert "Checked for vLLM 0.18.0" in result.stdout
+    assert check("--vllm", "<0.5", ".", cwd=root).code == 2
 
 
 def test_a_project_on_a_vllm_newer_than_the_facts_is_checked_as_the_newest_known(tmp_path: Path) -> None:

@@ -22,7 +22,7 @@ _spec.loader.exec_module(real_code)
 
 def test_committed_triage_is_complete() -> None:
     _, entries = real_code.read_triage(real_code.TRIAGE)
-    corpus = {dist.spec for dist in real_code.CORPUS}
+    corpus = {dist.label for dist in real_code.CORPUS}
     assert entries
     for entry in entries:
         assert entry.key.distribution in corpus, entry.key.show()

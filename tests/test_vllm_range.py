@@ -373,13 +373,20 @@ def test_an_empty_setting_is_an_error(spec: str) -> None:
         from_specifier(spec, "cli")
 
 
-def test_pins_that_allow_no_known_release_are_an_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_pins_older_than_the_facts_give_the_oldest_known_release_with_a_warning(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A project's old pin never stops a run (a sub-project of a monorepo may hold one): the oldest
+    known release stands in for it, as the newest does for a pin newer than the facts."""
     write_tree(tmp_path, {"pyproject.toml": '[project]\nname = "x"\ndependencies = ["vllm<0.5"]\n'})
     monkeypatch.chdir(tmp_path)
-    with pytest.raises(EmptyRangeError) as raised:
-        read_supported_range(tmp_path)
-    assert str(raised.value).startswith(
-        "pyproject.toml, dependencies: the vLLM pins (`vllm<0.5`) match no release cachelint knows"
+    supported = read_supported_range(tmp_path)
+    oldest = known_releases()[0]
+    assert supported.releases == (oldest,) and not supported.assumed
+    [warning] = supported.warnings(tmp_path)
+    assert warning.startswith(
+        "pyproject.toml, dependencies: the vLLM pins (`vllm<0.5`) match no release cachelint knows "
+        f"(0.6.0\N{EN DASH}{NEWEST}): {oldest}, the oldest release it knows, stands in for them"
     )
 
 

@@ -17,6 +17,7 @@ def _all_rules() -> tuple[Rule, ...]:
     from cachelint.rules.cl007_prefix_reset_may_noop import PrefixResetMayNoop
     from cachelint.rules.cl008_unknown_worker_rpc import UnknownWorkerRpc
     from cachelint.rules.cl009_removed_engine_argument import RemovedEngineArgument
+    from cachelint.rules.cl011_string_version_comparison import StringVersionComparison
     from cachelint.rules.cl100_unused_suppression import UnusedSuppression
     from cachelint.rules.cl201_unflushed_weight_update import UnflushedWeightUpdate
     from cachelint.rules.cl202_refit_with_mm_embedding_cache import RefitWithMmEmbeddingCache
@@ -33,6 +34,7 @@ def _all_rules() -> tuple[Rule, ...]:
         PrefixResetMayNoop(),
         UnknownWorkerRpc(),
         RemovedEngineArgument(),
+        StringVersionComparison(),
         UnusedSuppression(),
         UnflushedWeightUpdate(),
         RefitWithMmEmbeddingCache(),

@@ -28,7 +28,7 @@ class VersionGatedReset(Rule):
             return
         for function in file.functions:
             for event in function.resets:
-                if not _is_cache_reset(event):
+                if not is_cache_reset(event):
                     continue
                 for gate in event.gates:
                     message = _judge(event, gate, context)
@@ -40,7 +40,8 @@ class VersionGatedReset(Rule):
                         break
 
 
-def _is_cache_reset(event: ResetEvent) -> bool:
+def is_cache_reset(event: ResetEvent) -> bool:
+    """Whether CL002 judges the gates of `event` (CL011 leaves their string comparisons to it)."""
     if event.via not in ("direct", "alias") or is_worker_side(event):
         return False
     return event.method in RESET_METHODS or clears_caches(event)

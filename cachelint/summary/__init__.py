@@ -28,6 +28,7 @@ from cachelint.summary.model import (
     Launch,
     Request,
     ResetEvent,
+    VersionComparison,
     Workaround,
 )
 
@@ -48,6 +49,7 @@ __all__ = [
     "Launch",
     "Request",
     "ResetEvent",
+    "VersionComparison",
     "Workaround",
     "summarize",
 ]

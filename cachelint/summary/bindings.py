@@ -125,7 +125,8 @@ class Bindings(Walker):
             self._note_module(alias.name)
             name = alias.asname or alias.name.split(".")[0]
             self.summary.imports[name] = alias.name if alias.asname else alias.name.split(".")[0]
-            self.frame.reader.note_import(alias.name, name)
+            for reader in (self.frame.reader, self.frame.sglang_reader):
+                reader.note_import(alias.name, name)
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
         module = node.module or ""
@@ -139,9 +140,8 @@ class Bindings(Walker):
                 continue
             local = alias.asname or alias.name
             self.summary.imports[local] = f"{module}.{alias.name}"
-            self.frame.reader.note_import_from(module, alias.name, local)
-            if module == "vllm" and alias.name == "version":
-                self.frame.reader.vllm_modules.add(local)
+            for reader in (self.frame.reader, self.frame.sglang_reader):
+                reader.note_import_from(module, alias.name, local)
 
     def _note_module(self, module: str) -> None:
         engine = provenance.module_engine(module)
@@ -212,7 +212,8 @@ class Bindings(Walker):
         if origin:
             self._bind_origin(target, origin)
         if isinstance(target, ast.Name):
-            self.frame.reader.note_assignment(target.id, value)
+            for reader in (self.frame.reader, self.frame.sglang_reader):
+                reader.note_assignment(target.id, value)
             if isinstance(value, (ast.Name, ast.Attribute)) or getattr_target(value):
                 chain = self.chain(value)
                 if chain and chain[-1] in RESET_METHODS | PAUSE_METHODS and isinstance(value, ast.Attribute):

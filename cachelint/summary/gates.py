@@ -11,13 +11,37 @@ from __future__ import annotations
 import ast
 
 from cachelint.summary.bindings import Bindings
-from cachelint.summary.model import PAUSE_METHODS, RESET_METHODS, Gate
+from cachelint.summary.model import PAUSE_METHODS, RESET_METHODS, Gate, VersionComparison
 from cachelint.summary.nodes import last_name
 from cachelint.version_tests import dotted_name, string_value
 
 
 class Gates(Bindings):
-    """Version gates: if tests, guard clauses and kwargs filled under a test."""
+    """Version gates: if tests, guard clauses and kwargs filled under a test; and every comparison of
+    vLLM's or SGLang's version, wherever it is (FileSummary.version_comparisons)."""
+
+    def visit_Compare(self, node: ast.Compare) -> None:
+        for reader in (self.frame.reader, self.frame.sglang_reader):
+            found = reader.comparison(node)
+            if found is not None:
+                test, installed, literal = found
+                self.summary.version_comparisons.append(
+                    VersionComparison(
+                        engine=reader.engine,
+                        operator=test.operator,
+                        threshold=str(test.threshold),
+                        raw_string=test.raw_string,
+                        text=self.source.segment(node),
+                        span=self.source.span(node),
+                        installed=self.source.segment(installed),
+                        literal=self.source.segment(literal),
+                        installed_span=self.source.span(installed),
+                        literal_span=self.source.span(literal),
+                        single=len(node.ops) == 1,
+                    )
+                )
+                break
+        self.generic_visit(node)
 
     def visit_If(self, node: ast.If) -> None:
         probes_before = len(self.pending_probes)

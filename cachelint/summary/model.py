@@ -61,6 +61,24 @@ class Gate:
 
 
 @dataclass
+class VersionComparison:
+    """A comparison of an engine's installed version with a literal release, wherever it is (an `if`,
+    an `assert`, an assignment): what the code itself says about the releases it runs on."""
+
+    engine: str  # vllm, sglang
+    operator: str  # normalized: the installed version on the left
+    threshold: str
+    raw_string: bool  # compares version strings lexicographically
+    text: str  # the comparison as written
+    span: Span
+    installed: str  # the installed version's side as written (`vllm.__version__`)
+    literal: str  # the release's side as written (`"0.8.1"`)
+    installed_span: Span
+    literal_span: Span
+    single: bool  # the comparison has one operator (not `a <= v < b`)
+
+
+@dataclass
 class Anchor:
     """The statement holding a call: where a fix inserts code after it or removes it. A simple
     statement, or a `with` statement whose header holds the call."""
@@ -261,6 +279,7 @@ class FileSummary:
     engine_arguments: list[ArgumentUse] = field(default_factory=list)
     imports_sglang: bool = False
     launches: list[Launch] = field(default_factory=list)
+    version_comparisons: list[VersionComparison] = field(default_factory=list)
 
     def encode(self) -> str:
         """The JSON text the cache keeps; `from_json(json.loads(text))` reads it back."""
@@ -333,6 +352,10 @@ class FileSummary:
             engine_arguments=[argument(a) for a in data.get("engine_arguments", [])],
             imports_sglang=data.get("imports_sglang", False),
             launches=[launch(item) for item in data.get("launches", [])],
+            version_comparisons=[
+                VersionComparison(**{**item, **{k: span(item[k]) for k in ("span", "installed_span", "literal_span")}})
+                for item in data.get("version_comparisons", [])
+            ],
         )
 
     def function(self, qualname: str) -> FunctionSummary | None:

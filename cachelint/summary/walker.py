@@ -79,7 +79,8 @@ class Frame:
     """Per-function state while walking."""
 
     function: FunctionSummary
-    reader: VersionTestReader
+    reader: VersionTestReader  # vLLM's version
+    sglang_reader: VersionTestReader  # SGLang's
     aliases: dict[str, list[str]] = field(default_factory=dict)
     method_aliases: dict[str, tuple[list[str], str, str]] = field(default_factory=dict)
     conditions: list[Condition] = field(default_factory=list)
@@ -115,7 +116,7 @@ class Walker(ast.NodeVisitor):
         self.source = source
         module_function = FunctionSummary("<module>", "<module>", "", False, Span(1, 1, 1, 1))
         summary.functions.append(module_function)
-        self.frames = [Frame(module_function, VersionTestReader(helpers))]
+        self.frames = [Frame(module_function, VersionTestReader(helpers), VersionTestReader(engine="sglang"))]
         self.classes: list[ClassSummary] = []
         self.awaited: set[int] = set()
         self.consumed: set[int] = set()
@@ -237,7 +238,8 @@ class Walker(ast.NodeVisitor):
         for default in (*arguments.defaults, *arguments.kw_defaults):
             if default is not None:
                 self.visit(default)
-        self.frames.append(Frame(function, self.frame.reader.copy(), arguments=node.args))
+        frame = self.frame
+        self.frames.append(Frame(function, frame.reader.copy(), frame.sglang_reader.copy(), arguments=node.args))
         self.visit_block(node.body)
         self.frames.pop()
 
