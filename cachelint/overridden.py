@@ -1,5 +1,5 @@
 """Methods no object runs: a method of a class that is never an object's own class, which every
-subclass overrides.
+subclass overrides; or of a class the project's code never names (`never_named`).
 
 A class is never an object's own class when it cannot be built: it derives from `ABC` or `Protocol`,
 declares an `@abstractmethod`, or the `__init__` it runs calls a method whose body, as the class
@@ -14,6 +14,8 @@ elsewhere: its methods count as run.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from cachelint.text_only import declaring, unique_classes
@@ -94,3 +96,33 @@ def _direct_subclasses(project: ProjectIndex, cls: str, find: Finder) -> list[tu
             (summary, sub) for summary, sub in declared if any(base.rsplit(".", 1)[-1] == cls for base in sub.bases)
         )
     )
+
+
+def never_named(project: ProjectIndex, cls: str, files: Callable[[], Iterable[tuple[str, bytes]]]) -> bool:
+    """Whether the class `cls` was taken out of the project: its code never names it but in its own
+    `class` statement and in imports, and a commented-out line does (`BACKEND_MAP = {"vllm": VLLMBackend,
+    # "sglang": SGLangBackend}`). No object of it is built, and its methods never run. A class named
+    nowhere else is kept: it may be a library's API, built by its users. `files`: the project's files with
+    their bytes."""
+
+    def find() -> bool:
+        name = cls.encode()
+        word = re.compile(rb"\b" + re.escape(name) + rb"\b")
+        own = re.compile(rb"class[ \t]+" + re.escape(name) + rb"\b")
+        commented_out = False
+        for _, raw in files():
+            if name not in raw:
+                continue
+            for line in raw.splitlines():
+                code, _, comment = line.partition(b"#")
+                if word.search(comment) and any(mark in comment for mark in (b":", b"=", b",", b"(")):
+                    commented_out = True
+                if not word.search(code):
+                    continue
+                stripped = code.lstrip()
+                if own.match(stripped) or stripped.startswith((b"from ", b"import ")):
+                    continue
+                return False
+        return commented_out
+
+    return project.memoized(f"never-named:{cls}", find)

@@ -464,6 +464,45 @@ def class_engine(file: FileSummary, cls: ClassSummary) -> str:
     return ""
 
 
+# -- whose server a route is ---------------------------------------------------------------------------
+
+# Words that name an engine's server in a module path or a class or function name, by engine.
+SERVER_WORDS = {"sglang": ("sglang",), "vLLM": ("vllm",), "another engine": ("lmdeploy", "tensorrt", "trtllm")}
+
+
+def route_receiver(file: FileSummary, function: FunctionSummary, method: str, sole_engine: bool) -> Receiver:
+    """Whose server a request to the route `/method` (one of SGLang's route names) goes to, judged by what
+    the code around it points at rather than by the route's name, which other engines share (LMDeploy's
+    `update_weights_from_distributed`): SGLang's when the module imports SGLang and not vLLM, or the
+    nearest of the function, its class (or a base class) and its module that names an engine names
+    SGLang (`SGLangClient._post`, `.../sglang_remote.py`), or, with nothing naming an engine,
+    `sole_engine` (the project uses SGLang and imports no other engine). Another engine's or vLLM's
+    when the module imports it, or the nearest name names it; unknown otherwise."""
+    route = f"`/{method}`"
+    if file.imports_sglang and file.engine != "vllm":
+        why = f"{route} is a route of SGLang's server (this module imports SGLang and not vLLM)"
+        return Receiver(Kind.SGLANG, why, sglang_class=SglangClass.HTTP)
+    cls = file.class_named(function.cls) if function.cls else None
+    named = [function.qualname, *([cls.name, *cls.bases] if cls is not None else []), file.module]
+    for text in named:
+        lowered = text.lower()
+        engine = next((name for name, words in SERVER_WORDS.items() if any(w in lowered for w in words)), "")
+        if engine == "sglang":
+            why = f"{route} is a route of SGLang's server (`{text}` names SGLang)"
+            return Receiver(Kind.SGLANG, why, sglang_class=SglangClass.HTTP)
+        if engine:
+            kind = Kind.VLLM if engine == "vLLM" else Kind.OTHER_ENGINE
+            return Receiver(kind, f"{route} goes to {engine}'s server (`{text}` names it)")
+    if file.engine == "vllm":
+        return Receiver(Kind.VLLM, f"{route} goes to vLLM's server (this module imports vLLM)")
+    if file.engine == "other":
+        return Receiver(Kind.OTHER_ENGINE, f"{route} goes to another engine's server (this module imports one)")
+    if sole_engine:
+        why = f"{route} is a route of SGLang's server (SGLang is the only engine the project imports)"
+        return Receiver(Kind.SGLANG, why, sglang_class=SglangClass.HTTP)
+    return Receiver(Kind.UNKNOWN, f"nothing says whose server {route} is")
+
+
 # -- what a project method does ---------------------------------------------------------------------
 
 

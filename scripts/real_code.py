@@ -112,6 +112,7 @@ class Dist:
 # Versions chosen where the code that drives vLLM's caches changed, with releases before and after
 # the upstream fixes (see docs/REAL_CODE.md for why each is here).
 CORPUS = (
+    Dist("verl", "0.4.1"),
     Dist("verl", "0.5.0"),
     Dist("verl", "0.6.1"),
     Dist("verl", "0.7.1"),
@@ -150,8 +151,10 @@ CORPUS = (
     Dist("trinity-rft", "0.5.2"),
     Dist("trinity-rft", "0.6.0"),
     Dist("rlinf", "0.3.0"),
+    Dist("siirl", "0.1.0.post1"),
     Dist("siirl", "0.2.0"),
     Dist("verifiers", "0.4.0"),
+    Dist("torchrl", "0.13.3"),
     Dist("torchrl", "0.14.1"),
     Dist("axolotl", "0.19.0"),
     Dist("ray", "2.60.0"),

@@ -326,3 +326,104 @@ def test_sglang_trigger_words_are_code_not_prose(source: bytes, holds: bool) -> 
     """Only a file whose bytes hold a trigger word is parsed up front; an update named in a docstring
     would make a checkpoint module a refit root, and its calls pull the training engines in on demand."""
     assert Triggers(()).held_by(source) is holds
+
+
+def test_only_proven_subprocess_launches_are_recorded() -> None:
+    text = textwrap.dedent(
+        """
+        import subprocess
+        import sys
+
+        from areal_like.config import SGLangConfig
+
+
+        def ensure_tool(cmd):
+            subprocess.check_call(["which", cmd])
+
+
+        def run_user_code(path):
+            return subprocess.Popen([sys.executable, path])
+
+
+        def launch_server_cmd(command):
+            return subprocess.Popen(command)
+
+
+        def build_and_launch(args):
+            cmd = SGLangConfig.build_cmd(args)
+            return subprocess.Popen(cmd, disable_radix_cache=True)
+
+
+        def server(port):
+            subprocess.Popen(["python", "-m", "sglang.launch_server", "--disable-radix-cache"])
+        """
+    )
+    summary = summarize("pkg/sglang_example.py", text, ast.parse(text), module_name="pkg.sglang_example")
+    assert [(launch.function, launch.turned_off) for launch in summary.launches] == [
+        ("launch_server_cmd", []),
+        ("build_and_launch", ["disable_radix_cache"]),
+        ("server", ["disable_radix_cache"]),
+    ]
+
+
+def test_a_process_targeting_sglang_from_a_context_is_a_launch() -> None:
+    text = textwrap.dedent(
+        """
+        import multiprocessing
+
+
+        def start(server_args):
+            from sglang.srt.entrypoints.http_server import launch_server
+
+            context = multiprocessing.get_context("spawn")
+            return context.Process(target=launch_server, args=(server_args,))
+        """
+    )
+    summary = summarize("pkg/mod.py", text, ast.parse(text), module_name="pkg.mod")
+    assert [(launch.span.line, launch.kind) for launch in summary.launches] == [(9, "in-process")]
+
+
+def test_served_routes_send_nothing() -> None:
+    text = textwrap.dedent(
+        """
+        from aiohttp import web
+
+
+        def app(handler, url, requests):
+            application = web.Application()
+            application.router.add_post("/update_weights_from_disk", handler)
+            application.add_routes([web.post("/flush_cache", handler)])
+            requests.post(f"{url}/flush_cache")
+        """
+    )
+    summary = summarize("pkg/mod.py", text, ast.parse(text), module_name="pkg.mod")
+    (function,) = [function for function in summary.functions if function.name == "app"]
+    assert [(event.method, event.span.line) for event in function.sglang] == [("flush_cache", 9)]
+
+
+def _route_receivers(tmp_path: Path, files: dict[str, str]) -> list[str]:
+    project = write_tree(tmp_path / "p", {name: textwrap.dedent(text) for name, text in files.items()})
+    analysis = analyze([project], Settings(sglang=">=0.5.2,<0.5.21"), project_root=project)
+    return [note for finding in analysis.findings if finding.code == "CL204" for note in finding.notes]
+
+
+def test_a_route_is_sglang_s_only_where_the_code_points_at_sglang(tmp_path: Path) -> None:
+    post = """
+        import requests
+
+
+        class {name}:
+            def update(self, url, handles):
+                requests.post(f"{{url}}/update_weights_from_ipc", json={{"zmq_handles": handles}}).raise_for_status()
+    """
+    files = {
+        "pyproject.toml": '[project]\nname = "p"\ndependencies = ["sglang>=0.5.2,<0.5.21", "lmdeploy"]\n',
+        "rl/__init__.py": "",
+        "rl/sglang_client.py": post.format(name="SGLangClient"),
+        "rl/lmdeploy_client.py": post.format(name="LMDeployClient"),
+        "rl/client.py": post.format(name="InferenceClient"),
+        "rl/engines.py": "import lmdeploy\nimport sglang\n",
+    }
+    assert _route_receivers(tmp_path, files) == [
+        "receiver: `/update_weights_from_ipc` is a route of SGLang's server (`SGLangClient.update` names SGLang)"
+    ]

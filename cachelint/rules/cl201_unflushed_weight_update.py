@@ -7,7 +7,8 @@ from collections.abc import Iterator
 from cachelint.changes import NewStatement
 from cachelint.facts import SglangClass
 from cachelint.finding import Applicability, Finding, Fix
-from cachelint.provenance import Kind
+from cachelint.project import FunctionRef
+from cachelint.provenance import Kind, defines
 from cachelint.rules.base import Context, Rule, RuleInfo
 from cachelint.rules.insertions import insert_after, insertable_after
 from cachelint.rules.sglang import FLUSH, SglangCall, flushed_later, sglang_calls
@@ -28,7 +29,7 @@ class UnflushedWeightUpdate(Rule):
             event = call.event
             if call.ref.file.path != file.path or event.keywords.get("flush_cache") != "False":
                 continue
-            if flushed_later(context, call.ref, event.span):
+            if radix_cache_off(call.ref) or flushed_later(context, call.ref, event.span):
                 continue
             yield self.finding(
                 file,
@@ -41,6 +42,16 @@ class UnflushedWeightUpdate(Rule):
                 function=call.ref.function.qualname,
                 notes=(call.note,),
             )
+
+
+def radix_cache_off(ref: FunctionRef) -> bool:
+    """Whether the engine the update goes to has no radix cache: the SGLang launches of its function, or
+    else of its class, all turn it off (`sgl.Engine(..., disable_radix_cache=True)`)."""
+    launches = [launch for launch in ref.file.launches if launch.function == ref.function.qualname]
+    if not launches and ref.function.cls:
+        prefix = ref.function.cls + "."
+        launches = [launch for launch in ref.file.launches if launch.function.startswith(prefix)]
+    return bool(launches) and all("disable_radix_cache" in launch.turned_off for launch in launches)
 
 
 def _shown(call: SglangCall) -> str:
@@ -69,8 +80,6 @@ def _fix(file: FileSummary, call: SglangCall, context: Context) -> Fix:
         SglangClass.TOKENIZER_MANAGER,
     )
     if receiver.kind is Kind.PROJECT and receiver.project_class is not None:
-        from cachelint.provenance import defines
-
         known = defines(context.project, receiver.project_class.cls.name, FLUSH)
     if event.via == "http" or not known or not insertable_after(event.anchor):
         return Fix(message, Applicability.DISPLAY)

@@ -12,6 +12,7 @@ from packaging.version import Version
 from cachelint.changes import AddKeyword, Change, InsertBefore, NewStatement, ReplaceKeyword
 from cachelint.finding import Applicability, Finding, Fix, Span
 from cachelint.multimodal import Evidence, content_part, nearest
+from cachelint.provenance import Kind
 from cachelint.rules.base import Context, Rule, RuleInfo
 from cachelint.rules.sglang import SglangCall, describe, sglang_calls
 from cachelint.summary import SGLANG_UPDATES, FileSummary, Launch
@@ -36,37 +37,77 @@ class RefitWithMmEmbeddingCache(Rule):
     def check(self, file: FileSummary, context: Context) -> Iterator[Finding]:
         if context.settings.multimodal is False:
             return
-        updates = sglang_calls(context, SGLANG_UPDATES)
-        call = _reported(updates)
-        if call is None or call.ref.file.path != file.path:
-            return
+        if not any(call.ref.file.path == file.path for call in sglang_calls(context, SGLANG_UPDATES)):
+            return  # most files: nothing to rank
         stale = stale_releases(context)
         media = media_evidence(context)
         if not stale or (context.settings.multimodal == "auto" and not media):
             return
-        notes = [call.note]
-        if len(updates) > 1:
-            notes.append(f"the project updates SGLang's weights at {len(updates)} places; this is the first")
-        if media:
-            notes.append(nearest(media, file.path).note)
-        yield self.finding(
-            file,
-            call.event.span,
-            _message(call, stale, context),
-            _help(context),
-            fix=_fix(context),
-            function=call.ref.function.qualname,
-            notes=tuple(notes),
-        )
+        ranked = ranked_updates(context, media)
+        for rank, call in enumerate(ranked):
+            if call.ref.file.path != file.path:
+                continue
+            notes = [call.note]
+            if rank == 0 and len(ranked) > 1:
+                notes.append(
+                    f"{len(ranked)} functions update SGLang's weights in place; this one is nearest the multimodal "
+                    "input, and the fix (one setting where SGLang is launched serves them all) is offered here"
+                )
+            elif rank > 0:
+                first = ranked[0]
+                notes.append(f"the fix is offered at {first.ref.file.path}:{first.event.span.line}")
+            if media:
+                notes.append(nearest(media, file.path).note)
+            yield self.finding(
+                file,
+                call.event.span,
+                _message(call, stale, context),
+                _help(context),
+                fix=_fix(context) if rank == 0 else Fix(_help(context), Applicability.DISPLAY),
+                function=call.ref.function.qualname,
+                notes=tuple(notes),
+            )
 
 
-def _reported(updates: list[SglangCall]) -> SglangCall | None:
-    """Where the project's finding goes (one per project: the cache is configured once, where SGLang is
-    launched): the first update outside a project wrapper named like SGLang's method (a client's
-    `update_weights_from_tensor` posting to the route), else the first update."""
-    outside = [call for call in updates if call.ref.function.name not in SGLANG_UPDATES]
-    chosen = outside or updates
-    return chosen[0] if chosen else None
+def ranked_updates(context: Context, media: tuple[Evidence, ...]) -> list[SglangCall]:
+    """The first in-place update of each function that updates SGLang's weights itself (a call of a
+    project client's method is reported where the client calls SGLang), on a path that can carry images
+    (with `multimodal = "auto"`: in the top-level package or folder of a file showing multimodal input; a
+    text-only example elsewhere is left out), nearest the multimodal input first."""
+    first: dict[tuple[str, str], SglangCall] = {}
+    for call in sglang_calls(context, SGLANG_UPDATES):
+        if call.receiver.kind is not Kind.PROJECT:
+            first.setdefault(call.ref.key, call)
+    calls = list(first.values())
+    if context.settings.multimodal == "auto":
+        calls = [call for call in calls if any(_same_top(call.ref.file, found.path) for found in media)]
+
+    def rank(call: SglangCall) -> tuple[int, bool, str, int]:
+        """Nearest the multimodal input, then a refit before an adapter that only passes SGLang's method on
+        under its own name (`HttpServerAdapter.update_weights_from_tensor`)."""
+        shared = max((_shared_folders(call.ref.file.path, found.path) for found in media), default=0)
+        return (-shared, call.ref.function.name in SGLANG_UPDATES, call.ref.file.path, call.event.span.line)
+
+    return sorted(calls, key=rank)
+
+
+def _same_top(file: FileSummary, path: str) -> bool:
+    """Whether `path` lies in the top-level package or folder of `file`'s module (below the folder of a
+    module that is in no package)."""
+    if "." not in file.module:
+        folder = file.path.rpartition("/")[0]
+        return not folder or path.startswith(folder + "/")
+    top = file.module.split(".")[0]
+    return path.startswith(top + "/") or f"/{top}/" in path
+
+
+def _shared_folders(path: str, other: str) -> int:
+    count = 0
+    for left, right in zip(path.split("/")[:-1], other.split("/")[:-1], strict=False):
+        if left != right:
+            break
+        count += 1
+    return count
 
 
 def stale_releases(context: Context) -> list[Version]:

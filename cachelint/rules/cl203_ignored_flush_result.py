@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from cachelint import provenance
 from cachelint.finding import Finding, Span
 from cachelint.project import FunctionRef
+from cachelint.provenance import Kind
 from cachelint.rules.base import Context, Rule, RuleInfo
 from cachelint.rules.sglang import FLUSH, SglangCall, callers, on_refit_path, refit_reached, sglang_calls
 from cachelint.summary import FileSummary, ResetEvent
@@ -35,6 +37,8 @@ class IgnoredFlushResult(Rule):
             event = call.event
             if call.ref.file.path != file.path or not event.result_ignored or not on_refit_path(context, call.ref):
                 continue
+            if _checked_by_wrapper(context, call):
+                continue
             why = _may_be_busy(context, call)
             if not why:
                 continue
@@ -49,6 +53,27 @@ class IgnoredFlushResult(Rule):
                 function=call.ref.function.qualname,
                 notes=(call.note,),
             )
+
+
+def _checked_by_wrapper(context: Context, call: SglangCall) -> bool:
+    """Whether the flush is a project wrapper's that checks SGLang's answer itself (`r = requests.get(
+    f"{url}/flush_cache")`, a test of `r`, a retry, then a raise): each of its `flush_cache` methods
+    raises, and keeps every answer of SGLang's without handing it back (`return self.engine.flush_cache()`).
+    A wrapper that turns the answer into a value it returns (`return r.status_code == 200`) leaves the
+    check to its caller."""
+    target = call.receiver.project_class
+    if call.receiver.kind is not Kind.PROJECT or target is None:
+        return False
+    wrappers = provenance.methods(context.project, target.cls.name, FLUSH)
+    flushes = [event for ref in wrappers for event in ref.function.sglang if event.method == FLUSH]
+    return (
+        bool(flushes)
+        and all(ref.function.raises for ref in wrappers)
+        and all(
+            not event.result_ignored and not (event.anchor is not None and event.anchor.leaves_block)
+            for event in flushes
+        )
+    )
 
 
 def _may_be_busy(context: Context, call: SglangCall) -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 import re
 
+from cachelint.provenance import resolve_dotted
 from cachelint.summary.compat import Compat, engine_argument_names, is_processor_cache_setdefault
 from cachelint.summary.model import (
     LIFECYCLE_METHODS,
@@ -31,9 +32,27 @@ SGLANG_ROUTE = re.compile(r"/(" + "|".join(sorted(SGLANG_METHODS)) + r"|pause_ge
 
 # The nodes a string can be written as (nodes.string_parts); no other argument names a route.
 _STRING_NODES = (ast.Constant, ast.JoinedStr, ast.BinOp)
-# Calls that register a route of a server the project runs (`app.add_api_route("/pause", pause)`); a
-# decorator call (`@app.post("/pause")`) does too. Neither sends a request.
-_ROUTE_REGISTRATIONS = frozenset({"add_api_route", "add_route", "add_url_rule", "api_route", "route"})
+# Calls that register a route of a server the project runs (`app.add_api_route("/pause", pause)`,
+# aiohttp's `app.router.add_post("/flush_cache", handler)`); a decorator call (`@app.post("/pause")`)
+# does too, and so does a route definition of aiohttp (`web.post("/flush_cache", handler)`). None sends
+# a request.
+_ROUTE_REGISTRATIONS = frozenset(
+    {
+        "add_api_route",
+        "add_route",
+        "add_url_rule",
+        "api_route",
+        "route",
+        "add_get",
+        "add_post",
+        "add_put",
+        "add_patch",
+        "add_delete",
+        "add_api_websocket_route",
+    }
+)
+# aiohttp's route definitions (`web.post(path, handler)`), by the module they come from.
+_ROUTE_DEFINITIONS = ("aiohttp.web.", "aiohttp.web_routedef.")
 # Words one of which a file's text must hold for a string in it to name a cache route, or for a call in
 # it to be an SGLang event (whose request fields are then read from the requests built before it).
 _ROUTE_WORDS = (
@@ -146,7 +165,10 @@ class Calls(Compat):
 
     def registers_route(self, node: ast.Call) -> bool:
         """Whether a call defines a route of a server the project runs rather than sending a request."""
-        return id(node) in self.decorators or last_name(node.func) in _ROUTE_REGISTRATIONS
+        if id(node) in self.decorators or last_name(node.func) in _ROUTE_REGISTRATIONS:
+            return True
+        dotted = dotted_name(node.func) or ""
+        return resolve_dotted(dotted, self.summary.imports).startswith(_ROUTE_DEFINITIONS)
 
     def _note_http_route(self, node: ast.Call) -> None:
         """A call given the URL of a cache route, as a literal or a local it was assigned to."""
@@ -157,6 +179,10 @@ class Calls(Compat):
                 method = self.frame.routes.get(arg.id, "")
                 if method:
                     self._reset(node, method, "", [], "http")
+                    return
+                method = self.frame.sglang_routes.get(arg.id, "")
+                if method:
+                    self._reset(node, method, "", [], "http", sglang=True)
                     return
                 continue
             if not isinstance(arg, _STRING_NODES):
@@ -178,6 +204,11 @@ class Calls(Compat):
                 self.frame.routes[target.id] = method
             else:
                 self.frame.routes.pop(target.id, None)
+            sglang = sglang_route(value) if isinstance(value, _STRING_NODES) else ""
+            if sglang:
+                self.frame.sglang_routes[target.id] = sglang
+            else:
+                self.frame.sglang_routes.pop(target.id, None)
             fields = self._fields(value)
             if fields is not None:
                 self.frame.requests[target.id] = fields
@@ -339,11 +370,16 @@ def sglang_route(node: ast.expr) -> str:
     return ""
 
 
+# Words of the name of a project helper that builds a request or a URL from a route's name.
+_ENDPOINT_HELPER_WORDS = ("request", "post", "url", "endpoint", "route")
+
+
 def sglang_endpoint(node: ast.Call, arg: ast.expr) -> str:
-    """An SGLang method named alone to a project's request helper: `self._make_request("flush_cache")`."""
+    """An SGLang method named alone to a project's request or URL helper: `self._make_request("flush_cache")`,
+    `self._url(rank, "update_weights_from_ipc")`."""
     text = string_value(arg)
     name = last_name(node.func).lower()
-    if text in SGLANG_METHODS and ("request" in name or "post" in name):
+    if text in SGLANG_METHODS and any(word in name for word in _ENDPOINT_HELPER_WORDS):
         return text
     return ""
 

@@ -1,10 +1,18 @@
 """Launches: where a project starts SGLang, so that a fix can configure it there (CL202).
 
 In this process: SGLang's `Engine(...)`, `launch_server(...)` or `_launch_subprocesses(...)` (its
-schedulers are child processes that inherit the environment), or a `multiprocessing.Process` whose
-target is one of them. In a subprocess: `subprocess.Popen` (`run`, `call`, ...) where a string argument
-names SGLang (`"sglang.launch_server"`) or the function, class or module that launches it does
-(`SGLangBackend.launch_server`, `.../sglang_server.py`).
+schedulers are child processes that inherit the environment), or a `Process` (of `multiprocessing`, a
+context of it, or torch's) whose target is one of them, imported at the top or inside the function. In a
+subprocess: `subprocess.Popen` (`run`, `call`, ...) whose command names SGLang (a string argument such as
+`"sglang.launch_server"`, or a local command list holding one or built by a call that names SGLang:
+`cmd = SGLangConfig.build_cmd(...)`), or whose command the code does not show (a parameter, an
+attribute) in a function named for launching or serving inside a function, class or module that names
+SGLang (`SGLangBackend.launch_server`, `launch_server_cmd` of `.../sglang_server.py`). A command whose
+program is spelled out and is not Python or SGLang (`["which", cmd]`, `[sys.executable, user_code]` in
+no launching function) is never SGLang's launch.
+
+What the launch turns off is kept too: `disable_radix_cache=True` (`--disable-radix-cache`), an engine
+without the radix cache that CL201 is about.
 """
 
 from __future__ import annotations
@@ -21,6 +29,10 @@ from cachelint.version_tests import dotted_name
 IN_PROCESS = frozenset({"Engine", "launch_server", "_launch_subprocesses"})
 SUBPROCESS_CALLS = frozenset({"Popen", "run", "call", "check_call", "check_output"})
 _LAUNCH_NAMES = IN_PROCESS | SUBPROCESS_CALLS | {"Process"}
+# Words of a function or class name that say it launches a server.
+_LAUNCHING_WORDS = ("launch", "serve", "server", "start", "spawn")
+# Server options a launch may turn off, by ServerArgs field; the command-line flag is the field with dashes.
+OPTIONS = ("disable_radix_cache",)
 
 
 class Launches(Requests):
@@ -38,7 +50,7 @@ class Launches(Requests):
     def bind(self, target: ast.expr, value: ast.expr) -> None:
         super().bind(target, value)
         if isinstance(target, ast.Name) and self.sglang_lines:
-            if self._names_sglang_in(value):
+            if self._names_sglang_in(value) or _built_by_sglang(value, self.summary.imports):
                 self.frame.sglang_commands.add(target.id)
             else:
                 self.frame.sglang_commands.discard(target.id)
@@ -52,9 +64,9 @@ class Launches(Requests):
         resolved = provenance.resolve_dotted(dotted, self.summary.imports)
         module = resolved.split(".")[0]
         in_process = name in IN_PROCESS and provenance.module_engine(resolved) == "sglang"
-        if in_process or (name == "Process" and module == "multiprocessing" and self._targets_sglang(node)):
+        if in_process or (name == "Process" and self._targets_sglang(node)):
             self._launch(node, "in-process")
-        elif name in SUBPROCESS_CALLS and module == "subprocess" and self._names_sglang(node):
+        elif name in SUBPROCESS_CALLS and module == "subprocess" and self._launches_sglang(node):
             self._launch(node, "subprocess")
 
     def _targets_sglang(self, node: ast.Call) -> bool:
@@ -64,17 +76,20 @@ class Launches(Requests):
                 return provenance.module_engine(provenance.resolve_dotted(target, self.summary.imports)) == "sglang"
         return False
 
-    def _names_sglang(self, node: ast.Call) -> bool:
-        """Whether a string argument (or a local command list holding one), or the function, class or
-        module around the call, names SGLang."""
+    def _launches_sglang(self, node: ast.Call) -> bool:
+        """Whether a subprocess call starts SGLang (see the module doc)."""
         for value in (*node.args, *(keyword.value for keyword in node.keywords)):
             if not self.sglang_lines:
                 break
             if self._names_sglang_in(value) or (isinstance(value, ast.Name) and value.id in self.frame.sglang_commands):
                 return True
+        if node.args and _spelled_program(node.args[0]):
+            return False
         function = self.frame.function
-        around = (function.qualname, self.classes[-1].name if self.classes else "", self.summary.module)
-        return any("sglang" in text.lower() for text in around)
+        cls = self.classes[-1].name if self.classes else ""
+        launching = any(word in text.lower() for text in (function.name, cls) for word in _LAUNCHING_WORDS)
+        around = (function.qualname, cls, self.summary.module)
+        return launching and any("sglang" in text.lower() for text in around)
 
     def _names_sglang_in(self, value: ast.expr) -> bool:
         """`_names_sglang(value)`, asked only when a line of the value names SGLang."""
@@ -98,6 +113,7 @@ class Launches(Requests):
                 chain_span=self.source.span(chain) if chain is not None else None,
                 branch=branch,
                 branches=branches,
+                turned_off=_turned_off(node),
             )
         )
 
@@ -127,6 +143,48 @@ class Launches(Requests):
             current = current.orelse[0]
             branches += 1
         return owner, branch, branches
+
+
+def _turned_off(node: ast.Call) -> list[str]:
+    """The OPTIONS a launch sets: `disable_radix_cache=True`, or `--disable-radix-cache` in its command."""
+    found = [
+        keyword.arg
+        for keyword in node.keywords
+        if keyword.arg in OPTIONS and isinstance(keyword.value, ast.Constant) and keyword.value.value is True
+    ]
+    texts = {
+        text
+        for argument in node.args
+        for item in ast.walk(argument)
+        if isinstance(item, ast.expr)
+        for text in string_parts(item)
+    }
+    found += [option for option in OPTIONS if "--" + option.replace("_", "-") in texts and option not in found]
+    return found
+
+
+def _spelled_program(command: ast.expr) -> bool:
+    """Whether a command spells out its program and it is neither Python nor SGLang: `["which", cmd]`,
+    `"nvidia-smi"`, `[sys.executable, path]` (SGLang's server is started as `python -m sglang...`, and
+    a command naming SGLang was accepted before)."""
+    first = command.elts[0] if isinstance(command, (ast.List, ast.Tuple)) and command.elts else command
+    if isinstance(first, ast.Constant) and isinstance(first.value, str):
+        program = first.value.split()[0] if first.value.split() else ""
+        return "python" not in program and "sglang" not in program
+    if isinstance(command, (ast.List, ast.Tuple)):
+        return dotted_name(first) == "sys.executable" and not any(
+            "sglang" in text.lower() for item in command.elts[1:] for text in string_parts(item)
+        )
+    return False
+
+
+def _built_by_sglang(value: ast.expr, imports: dict[str, str]) -> bool:
+    """A command built by a call that names SGLang (`SGLangConfig.build_cmd(...)`) or is SGLang's own."""
+    if not isinstance(value, ast.Call):
+        return False
+    dotted = dotted_name(value.func) or ""
+    resolved = provenance.resolve_dotted(dotted, imports)
+    return "sglang" in dotted.lower() or provenance.module_engine(resolved) == "sglang"
 
 
 def _names_sglang(value: ast.expr) -> bool:

@@ -219,6 +219,7 @@ class FunctionSummary:
     # Locks held by a `with` statement (`async with self.engine_lock:`), by their last name (`engine_lock`),
     # with the span of the statement's body.
     locks: list[tuple[str, Span]] = field(default_factory=list)
+    raises: bool = False  # a `raise` statement in its body (not in a nested function)
 
     def called_as(self) -> tuple[str, ...]:
         """The names calls reach this function by: its own, and those it is installed under."""
@@ -254,6 +255,7 @@ class Launch:
     chain_span: Span | None = None
     branch: int = 0
     branches: int = 0
+    turned_off: list[str] = field(default_factory=list)  # server options it turns off (disable_radix_cache)
 
 
 @dataclass

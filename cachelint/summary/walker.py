@@ -89,6 +89,7 @@ class Frame:
     stored_calls: dict[str, list[ResetEvent]] = field(default_factory=dict)
     handlers: list[str] = field(default_factory=list)  # enclosing try/except context, see compat_guards
     routes: dict[str, str] = field(default_factory=dict)  # locals holding a URL of a cache route -> method
+    sglang_routes: dict[str, str] = field(default_factory=dict)  # locals holding a URL of SGLang's route -> method
     # What each local name was assigned, as (field, value): field is "" for the name itself, else the
     # key or attribute stored into (`payload["features"] = value`); read by the requests layer.
     values: dict[str, list[tuple[str, ast.expr]]] = field(default_factory=dict)
@@ -179,6 +180,8 @@ class Walker(ast.NodeVisitor):
         """A block of statements: guard clauses in it gate the statements after them."""
         self.frame.guards.append([])
         for statement in statements:
+            if isinstance(statement, ast.Raise):
+                self.frame.function.raises = True
             self.visit(statement)
         self.frame.guards.pop()
 
