@@ -576,6 +576,19 @@ def moves(scans: dict[Version, dict[str, Any]], record: dict[str, Any], history:
             return
 
 
+def misplaced_resets(scans: dict[Version, dict[str, Any]], record: dict[str, Any], history: History) -> Iterator[str]:
+    """A hand-written implicit reset whose releases are not releases of the method, or that names no
+    scanned release as its bounds."""
+    scanned = {str(release) for release in scans}
+    for reset in record.get("implicit_resets", []):
+        bounds = [reset["since"], *([reset["before"]] if reset.get("before") else [])]
+        unknown = [bound for bound in bounds if bound not in scanned]
+        if unknown:
+            yield f"implicit reset of {reset['cache']}: {', '.join(unknown)} is no scanned release"
+        elif history.first is None or Version(reset["since"]) < history.first:
+            yield f"implicit reset of {reset['cache']} since {reset['since']}: the method exists from {history.first}"
+
+
 def argument_span(scans: dict[Version, dict[str, Any]], name: str, kind: str) -> tuple[str | None, str | None]:
     """(since, removed_in) of an engine argument (`kind` "arguments") or of an environment variable
     ("environment"): since is None when the oldest scanned release has it."""
@@ -620,6 +633,7 @@ def disagreements(
             problems.extend(f"{name}: {line}" for line in moves(scans, record, history))
         if record.get("scope") is None:
             problems.append(f"{name}: needs its hand-written fields (scope, clears, notes)")
+        problems.extend(f"{name}: {line}" for line in misplaced_resets(scans, record, history))
     for kind, label in (("arguments", "argument"), ("environment", "environment variable")):
         for argument in arguments.get(kind, []):
             since, removed = argument_span(scans, str(argument["name"]), kind)
