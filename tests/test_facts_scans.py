@@ -415,3 +415,51 @@ def test_route_arguments_are_read_from_the_query_string() -> None:
     assert pause is not None and sleep is not None
     assert pause.param_source("clear_cache") == pause.param_source("mode") == "query"
     assert sleep.param_source("level") == "query" and sleep.param_source("tags") is None
+
+
+def test_the_table_lacks_no_method_that_acts_on_a_cache(vllm_scans: dict[Version, dict[str, Any]]) -> None:
+    records, _, releases = facts_script.load_table(VLLM)
+    known = Version(releases["releases"][-1])
+    assert facts_script.new_candidates(VLLM, vllm_scans, records, known) == []
+
+
+def test_an_old_method_the_table_lacks_is_proposed(vllm_scans: dict[Version, dict[str, Any]]) -> None:
+    records, arguments, releases = copy.deepcopy(facts_script.load_table(VLLM))
+    records = [r for r in records if not (r["class"] == "LLMEngine (v1)" and r["method"] == "sleep")]
+    records = [r for r in records if r["method"] != "POST /start_weight_update"]
+    _, _, _, added = facts_script.updated_table(VLLM, vllm_scans, records, arguments, releases)
+    assert [(r["class"], r["method"], r["first_release"], r["module_path"], r["scope"]) for r in added] == [
+        ("LLMEngine", "sleep", "0.7.3", "vllm/v1/engine/llm_engine.py", None),
+        (
+            "OpenAI API server route",
+            "POST /start_weight_update",
+            "0.21.0",
+            "vllm/entrypoints/rl/online/api_router.py",
+            None,
+        ),
+    ]
+
+
+def test_a_same_named_class_in_another_module_is_told_apart(vllm_scans: dict[Version, dict[str, Any]]) -> None:
+    records, _, releases = copy.deepcopy(facts_script.load_table(VLLM))
+    records = [r for r in records if r["class"] != "EncoderCache (CPU Model Runner)"]
+    found = facts_script.new_candidates(VLLM, vllm_scans, records, Version(releases["releases"][-1]))
+    assert sorted((r["class"], r["method"], r["module_path"], r["first_release"]) for r in found) == [
+        ("EncoderCache", "reset_encoder_cache", "vllm/v1/worker/cpu/encoder_cache.py", "0.34.0"),
+        ("EncoderCache", "reset_mm_cache", "vllm/v1/worker/cpu/encoder_cache.py", "0.34.0"),
+    ]
+
+
+def test_a_method_inherited_unchanged_is_its_bases(vllm_scans: dict[Version, dict[str, Any]]) -> None:
+    """EngineCoreProc inherits reset_prefix_cache from EngineCore, which the table records."""
+    records, _, releases = facts_script.load_table(VLLM)
+    scans = copy.deepcopy(vllm_scans)
+    newest = max(scans)
+    proc = scans[newest]["classes"]["vllm/v1/engine/core.py:EngineCoreProc"]["methods"]
+    assert "reset_prefix_cache" in proc
+    assert facts_script.new_candidates(VLLM, scans, records, Version(releases["releases"][-1])) == []
+    proc["reset_prefix_cache"] = "(self, overridden)"
+    found = facts_script.new_candidates(VLLM, scans, records, Version(releases["releases"][-1]))
+    assert [(r["class"], r["method"], r["first_release"]) for r in found] == [
+        ("EngineCoreProc", "reset_prefix_cache", str(newest))
+    ]
