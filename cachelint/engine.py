@@ -60,6 +60,9 @@ TRIGGER_WORDS = (
     b"disable_mm_preprocessor_cache",
     b"worker_extension_cls",
     b"reload_weights",
+    # vLLM's API server routes that pause or sleep (requests sent to them, summary/calls.py)
+    b"/pause",
+    b"/sleep",
     # SGLang's flushes and memory release (CL201-CL204)
     b"flush_cache",
     b"release_memory_occupation",

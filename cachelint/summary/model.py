@@ -120,6 +120,9 @@ class ResetEvent:
     runner: str = ""  # the callee of a statement `runner(<call>)`, the call its only argument
     keyword_spans: dict[str, Span] = field(default_factory=dict)  # `name=value` of each keyword
     compat_guards: list[str] = field(default_factory=list)  # see _Summarizer.compat_guards
+    # of an HTTP request: where each of its `keywords` was sent, "query" (the URL's query string or
+    # `params=`) or "body" (`json=` / `data=`)
+    sent_in: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
