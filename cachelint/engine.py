@@ -72,8 +72,8 @@ TRIGGER_WORDS = (
 #   ``update_weights_from_tensor``). A file that only imports or launches SGLang is parsed when a
 #   finding asks for it (CL202's launch sites).
 # - AsyncLLM and EngineClient, which make a receiver's coroutines judged (CL005), where the file also
-#   names one of those coroutines that no other trigger word names.
-_OTHER_COROUTINES = re.compile(rb"sleep|wake_up|resume_generation")
+#   names one of those coroutines that no other trigger word names (the weight-transfer steps too).
+_OTHER_COROUTINES = re.compile(rb"sleep|wake_up|resume_generation|weight_update|update_weights|weight_transfer")
 TRIGGER_PATTERNS = (
     (b"update_weights_from_", re.compile(rb"[./\"']update_weights_from_|def update_weights_from_")),
     (b"AsyncLLM", _OTHER_COROUTINES),

@@ -21,6 +21,14 @@ LOST_EFFECT = {
     "resume_generation": "generation stays paused",
     "sleep": "the engine never sleeps: no memory is freed and no cache is cleared",
     "wake_up": "the engine stays asleep",
+    "init_weight_transfer_engine": "the weight-transfer channel is never set up and the updates that follow fail",
+    "start_weight_update": "no weight update is opened: the `update_weights` that follows fails",
+    "start_draft_weight_update": "no draft-model weight update is opened: the `update_weights` that follows fails",
+    "update_weights": "the new weights are never loaded: generation goes on with the old ones",
+    "finish_weight_update": (
+        "the weight update is never closed: weights sent in checkpoint format are never finalized, and the "
+        "next `start_weight_update` fails while the update stays open"
+    ),
 }
 
 ENGINE_LEVEL_CLASSES = (EngineClass.ASYNC_LLM, EngineClass.LLM_ENGINE, EngineClass.LLM)
