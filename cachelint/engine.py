@@ -62,6 +62,9 @@ TRIGGER_WORDS = (
     b"disable_mm_preprocessor_cache",
     b"worker_extension_cls",
     b"reload_weights",
+    # vLLM's API server routes that pause or sleep (requests sent to them, summary/calls.py)
+    b"/pause",
+    b"/sleep",
     # SGLang's flushes and memory release (CL201-CL204)
     b"flush_cache",
     b"release_memory_occupation",
@@ -71,10 +74,10 @@ TRIGGER_WORDS = (
 #   ``update_weights_from_tensor``). A file that only imports or launches SGLang is parsed when a
 #   finding asks for it (CL202's launch sites).
 # - AsyncLLM and EngineClient, which make a receiver's coroutines judged (CL005), where the file also
-#   names one of those coroutines that no other trigger word names.
+#   names one of those coroutines that no other trigger word names (the weight-transfer steps too).
 # - vLLM's or SGLang's version read (`vllm.__version__`, `version("sglang")`): its comparisons are
 #   evidence of the releases the code runs on (vllm_range.widen_by_code) and may compare strings (CL011).
-_OTHER_COROUTINES = re.compile(rb"sleep|wake_up|resume_generation")
+_OTHER_COROUTINES = re.compile(rb"sleep|wake_up|resume_generation|weight_update|update_weights|weight_transfer")
 TRIGGER_PATTERNS = (
     (b"update_weights_from_", re.compile(rb"[./\"']update_weights_from_|def update_weights_from_")),
     (b"AsyncLLM", _OTHER_COROUTINES),

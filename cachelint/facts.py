@@ -63,6 +63,34 @@ class Signature:
         return any(param.startswith("**") for param in self.params)
 
 
+# The caches an implicit reset can drop: the prefix (KV) cache, the encoder outputs, the engine side of the
+# multimodal processor cache (P1 and the workers') and its front-end side (P0).
+CACHES = ("prefix", "encoder", "mm-engine", "mm-frontend")
+# The steps of vLLM's weight-transfer API; those of an update load new weights (the others set up or tear
+# down the channel).
+UPDATE_STEPS = frozenset({"start", "start-draft", "load", "finish"})
+
+
+@dataclass(frozen=True)
+class ImplicitReset:
+    """A cache a pause or sleep drops as a side effect, on releases `since` <= R < `before`, when the call's
+    arguments meet `when`: "always", "level>=1" (a sleep level, default 1) or "clear_cache" (default true)."""
+
+    cache: str
+    since: Version
+    before: Version | None
+    when: str
+
+    def applies(self, release: Version, level: int, clear_cache: bool) -> bool:
+        if release < self.since or (self.before is not None and release >= self.before):
+            return False
+        if self.when == "level>=1":
+            return level >= 1
+        if self.when == "clear_cache":
+            return clear_cache
+        return True
+
+
 @dataclass(frozen=True)
 class ApiFact:
     method: str
@@ -74,6 +102,30 @@ class ApiFact:
     clears: tuple[str, ...]
     signatures: tuple[Signature, ...]
     notes: str
+    weight_transfer: str = ""  # the step of vLLM's weight-transfer API ("init", "load", ...), or ""
+    implicit_resets: tuple[ImplicitReset, ...] = ()
+    query_params: tuple[str, ...] = ()  # a route's arguments read from the query string
+    body_params: tuple[str, ...] = ()  # a route's arguments read from the JSON body
+
+    @property
+    def updates_weights(self) -> bool:
+        """A step of a weight update through vLLM's weight-transfer API (none of which resets a cache)."""
+        return self.weight_transfer in UPDATE_STEPS
+
+    def resets_at(self, release: Version, level: int = 1, clear_cache: bool = True) -> frozenset[str]:
+        """The caches (of CACHES) a call drops as a side effect on `release`, given its sleep `level` and
+        `clear_cache` argument."""
+        if not self.exists_in(release):
+            return frozenset()
+        return frozenset(r.cache for r in self.implicit_resets if r.applies(release, level, clear_cache))
+
+    def param_source(self, param: str) -> str | None:
+        """Where a route reads `param`: "query", "body", or None when it reads no such argument."""
+        if param in self.query_params:
+            return "query"
+        if param in self.body_params:
+            return "body"
+        return None
 
     def exists_in(self, release: Version) -> bool:
         if self.first_release is None or release < self.first_release:
@@ -194,8 +246,35 @@ class Facts:
     def engine_argument(self, name: str) -> EngineArgumentFact | None:
         return self.engine_arguments.get(name)
 
+    def route(self, path: str, verb: str = "POST") -> ApiFact | None:
+        """The record of the API server route `path` (`/pause`)."""
+        return self._by_key.get((f"{verb} {path}", ROUTE_CLASS))
+
+    def implicit_resets(
+        self, method: str, cls: EngineClass | str, release: Version, level: int = 1, clear_cache: bool = True
+    ) -> frozenset[str]:
+        """What a call of `method` on `cls` drops as a side effect on `release` (`sleep` on AsyncLLM at
+        0.16.0: the prefix cache; at 0.17.0 with level 1: prefix, encoder and the engine's mm cache)."""
+        fact = self.get(method, cls)
+        return fact.resets_at(release, level, clear_cache) if fact is not None else frozenset()
+
+    def is_weight_update(self, method: str, cls: EngineClass | str | None = None) -> bool:
+        """Whether `method` (on `cls`, or on any class; a route as `POST /update_weights`) is a step of a
+        weight update through vLLM's weight-transfer API."""
+        if cls is not None:
+            fact = self.get(method, cls)
+            return fact is not None and fact.updates_weights
+        return any(fact.updates_weights for fact in self.classes_with(method))
+
+    def weight_update_routes(self) -> frozenset[str]:
+        """The paths of the routes that update weights (`/update_weights`, `/finish_weight_update`, ...)."""
+        return frozenset(
+            fact.method.split(" ", 1)[1] for fact in self.records if fact.cls == ROUTE_CLASS and fact.updates_weights
+        )
+
 
 _RPC_CLASS = "LLM.collective_rpc / AsyncLLM.collective_rpc -> Worker"
+ROUTE_CLASS = "OpenAI API server route"
 
 
 def _load_engine_argument(raw: dict[str, object]) -> EngineArgumentFact:
@@ -230,7 +309,23 @@ def _load_fact(raw: dict[str, object]) -> ApiFact:
         clears=tuple(str(c) for c in clears),
         signatures=tuple(_parse_signature(str(s)) for s in signatures),
         notes=str(raw.get("notes") or ""),
+        weight_transfer=str(raw.get("weight_transfer") or ""),
+        implicit_resets=tuple(_load_implicit_reset(item) for item in _list(raw, "implicit_resets")),
+        query_params=tuple(str(p) for p in _list(raw, "query_params")),
+        body_params=tuple(str(p) for p in _list(raw, "body_params")),
     )
+
+
+def _list(raw: dict[str, object], key: str) -> list[Any]:
+    value = raw.get(key) or []
+    assert isinstance(value, list)
+    return value
+
+
+def _load_implicit_reset(raw: dict[str, str]) -> ImplicitReset:
+    if raw["cache"] not in CACHES or raw["when"] not in ("always", "level>=1", "clear_cache"):
+        raise ValueError(f"bad implicit reset record: {raw!r}")
+    return ImplicitReset(raw["cache"], Version(raw["since"]), _version_or_none(raw.get("before")), raw["when"])
 
 
 def _data(name: str) -> Any:

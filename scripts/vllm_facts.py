@@ -17,7 +17,9 @@ and AsyncEngineArgs; SGLang's ServerArgs).
 route's module; since / removed_in of each argument; the release list) and keeps the hand-written ones
 (`clears`, `scope`, `notes`, `evidence`, ...). A cache-related method or route that first appears
 in a release newer than the table gets a new record without `scope`: it needs review (`--check` fails
-until its hand-written fields are filled in).
+until its hand-written fields are filled in). So does, for vLLM, one that resets or releases a cache,
+pauses, resumes, sleeps, wakes or moves weights (ACTIONS) in any scanned release the table lacks it
+for, on a class told apart from a same-named one by its module.
 """
 
 from __future__ import annotations
@@ -48,6 +50,13 @@ SCRIPT = Path(__file__).name
 CACHE_WORDS = re.compile(
     r"reset|clear|flush|cache|pause|resume|continue_generation|sleep|wake|weight|memory_occupation"
 )
+# Of those, the ones that act: reset or release a cache, pause or resume, sleep or wake, load or move
+# weights. The table must have these for every release it covers, not only the newest.
+ACTIONS = re.compile(
+    r"^(reset|clear|flush)_|^(pause|resume)_(generation|scheduler)|^(continue_generation|sleep|wake_up)(_async)?$"
+    r"|^(release|reload|update|init|start|start_draft|finish|shutdown)_(\w+_)?"
+    r"(weights?|weight_update|weight_transfer_engine|kv_cache_memory|memory_occupation)(_async)?$"
+)
 
 
 @dataclass(frozen=True)
@@ -63,6 +72,9 @@ class Dist:
     route_class: str  # the `class` of the table's HTTP-route records
     environment: tuple[str, ...]  # environment variables whose reading modules are recorded
     moved: dict[str, str]  # module path in older releases -> the path it was moved to
+    # methods and routes the table must record from every release, not only from the newest (None: the
+    # newest releases' cache-related ones only)
+    actions: re.Pattern[str] | None
     api_file: str
     arguments_file: str
     releases_file: str
@@ -91,6 +103,7 @@ VLLM = Dist(
         "vllm/entrypoints/openai/serving_engine.py": "vllm/entrypoints/openai/engine/serving.py",
         "vllm/multimodal/cache.py": "vllm/multimodal/cache/lru.py",
     },
+    actions=ACTIONS,
     api_file="vllm_cache_api.json",
     arguments_file="vllm_engine_args.json",
     releases_file="vllm_releases.json",
@@ -108,6 +121,7 @@ SGLANG = Dist(
     route_class="HTTP server route",
     environment=("SGLANG_VLM_CACHE_SIZE_MB",),
     moved={},
+    actions=None,
     api_file="sglang_cache_api.json",
     arguments_file="sglang_server_args.json",
     releases_file="sglang_releases.json",
@@ -576,6 +590,19 @@ def moves(scans: dict[Version, dict[str, Any]], record: dict[str, Any], history:
             return
 
 
+def misplaced_resets(scans: dict[Version, dict[str, Any]], record: dict[str, Any], history: History) -> Iterator[str]:
+    """A hand-written implicit reset whose releases are not releases of the method, or that names no
+    scanned release as its bounds."""
+    scanned = {str(release) for release in scans}
+    for reset in record.get("implicit_resets", []):
+        bounds = [reset["since"], *([reset["before"]] if reset.get("before") else [])]
+        unknown = [bound for bound in bounds if bound not in scanned]
+        if unknown:
+            yield f"implicit reset of {reset['cache']}: {', '.join(unknown)} is no scanned release"
+        elif history.first is None or Version(reset["since"]) < history.first:
+            yield f"implicit reset of {reset['cache']} since {reset['since']}: the method exists from {history.first}"
+
+
 def argument_span(scans: dict[Version, dict[str, Any]], name: str, kind: str) -> tuple[str | None, str | None]:
     """(since, removed_in) of an engine argument (`kind` "arguments") or of an environment variable
     ("environment"): since is None when the oldest scanned release has it."""
@@ -620,6 +647,7 @@ def disagreements(
             problems.extend(f"{name}: {line}" for line in moves(scans, record, history))
         if record.get("scope") is None:
             problems.append(f"{name}: needs its hand-written fields (scope, clears, notes)")
+        problems.extend(f"{name}: {line}" for line in misplaced_resets(scans, record, history))
     for kind, label in (("arguments", "argument"), ("environment", "environment variable")):
         for argument in arguments.get(kind, []):
             since, removed = argument_span(scans, str(argument["name"]), kind)
@@ -635,29 +663,43 @@ def disagreements(
 def new_candidates(
     dist: Dist, scans: dict[Version, dict[str, Any]], records: list[dict[str, Any]], known: Version
 ) -> list[dict[str, Any]]:
-    """Cache-related routes and methods of tracked classes that first appear after the release `known`."""
-    newer = [r for r in scans if r > known]
-    if not newer:
-        return []
-    recorded = {(str(r["class"]), str(r["method"])) for r in records}
-    recorded_names = {(n, str(r["method"])) for r in records for n in class_names(str(r["class"]))}
-    old = [scan for r, scan in scans.items() if r <= known]
+    """Routes and methods of tracked classes the table lacks: any cache-related one that first appears
+    after the release `known`, and, in every release, those that act on a cache, a pause, a sleep or the
+    weights (`dist.actions`). A class is told apart from a same-named one by its module (or a path it had
+    before); a method a class inherits unchanged from a scanned base is its base's."""
+    recorded_routes = {str(r["method"]) for r in records if record_kind(dist, r) == "route"}
+    recorded = {
+        (path, name, str(r["method"]))
+        for r in records
+        if record_kind(dist, r) == "method"
+        for name in class_names(str(r["class"]))
+        for path in old_paths(dist, module_of(r))
+    }
+    old = [scan for release, scan in scans.items() if release <= known]
+
+    def wanted(name: str, release: Version, seen_before: bool) -> bool:
+        if dist.actions is not None and dist.actions.search(name):
+            return True
+        return release > known and not seen_before and CACHE_WORDS.search(name) is not None
+
     candidates: dict[tuple[str, str], dict[str, Any]] = {}
-    for release in newer:
-        scan = scans[release]
+    for release, scan in scans.items():
         for route, found in scan["routes"].items():
-            if (dist.route_class, route) in recorded or any(route in s["routes"] for s in old):
-                continue
-            candidates.setdefault((dist.route_class, route), _new_record(dist.route_class, route, found, release))
+            seen = any(route in s["routes"] for s in old)
+            if route not in recorded_routes and wanted(route.split(" ", 1)[1].lstrip("/"), release, seen):
+                candidates.setdefault((dist.route_class, route), _new_record(dist.route_class, route, found, release))
         for key, cls in scan["classes"].items():
             where, name = key.rsplit(":", 1)
-            for method in cls["methods"]:
-                if not CACHE_WORDS.search(method) or (name, method) in recorded_names:
+            for method, sig in cls["methods"].items():
+                if any((path, name, method) in recorded for path in old_paths(dist, where)):
                     continue
-                if any(method in s["classes"].get(key, {}).get("methods", {}) for s in old):
+                seen = any(method in s["classes"].get(key, {}).get("methods", {}) for s in old)
+                if not wanted(method, release, seen):
                     continue
-                found = f"{where}:{method} {cls['methods'][method]}"
-                candidates.setdefault((name, method), _new_record(name, method, found, release))
+                if any(scan["classes"].get(base, {}).get("methods", {}).get(method) == sig for base in cls["bases"]):
+                    continue
+                found = f"{where}:{method} {sig}"
+                candidates.setdefault((key, method), _new_record(name, method, found, release))
     return list(candidates.values())
 
 
@@ -687,7 +729,9 @@ def updated_table(
 ) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any], list[dict[str, Any]]]:
     """The table with its generated fields from the scans, and the new records that need review."""
     known = max((Version(r) for r in releases["releases"]), default=max(scans))
-    new_records = new_candidates(dist, scans, records, known)
+    new_records = [
+        {**record, **expected_record(dist, scans, record)} for record in new_candidates(dist, scans, records, known)
+    ]
     rewritten = [{**record, **expected_record(dist, scans, record)} for record in records]
     new_arguments = dict(arguments)
     for kind in ("arguments", "environment"):

@@ -336,3 +336,130 @@ def test_scan_reads_methods_routes_and_arguments_from_a_wheel(tmp_path: Path) ->
         "POST /reset_mm_cache": "vllm/entrypoints/serve/api_router.py:reset_mm_cache async (raw_request)",
     }
     assert scan["arguments"] == ["enable_log_requests", "mm_processor_cache_gb", "model"]
+
+
+def test_an_implicit_reset_outside_the_methods_releases_is_named(vllm_scans: dict[Version, dict[str, Any]]) -> None:
+    records, arguments, releases = copy.deepcopy(facts_script.load_table(VLLM))
+    sleep = next(r for r in records if r["class"] == "AsyncLLM" and r["method"] == "sleep")
+    sleep["implicit_resets"][0]["since"] = "0.7.0"
+    sleep["implicit_resets"][1]["before"] = "0.16.5"
+    assert _problems(VLLM, vllm_scans, (records, arguments, releases)) == [
+        "AsyncLLM.sleep: implicit reset of prefix since 0.7.0: the method exists from 0.7.3",
+        "AsyncLLM.sleep: implicit reset of prefix: 0.16.5 is no scanned release",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("cls", "release", "level", "expected"),
+    [
+        ("AsyncLLM", "0.10.0", 1, set()),
+        ("AsyncLLM", "0.10.1", 1, {"prefix"}),
+        ("AsyncLLM", "0.16.0", 2, {"prefix"}),
+        ("AsyncLLM", "0.17.0", 1, {"prefix", "encoder", "mm-engine"}),
+        ("AsyncLLM", "0.17.0", 0, set()),
+        ("AsyncLLM", "0.22.0", 1, {"prefix", "encoder", "mm-engine", "mm-frontend"}),
+        ("LLM", "0.7.0", 1, {"prefix"}),
+        ("LLM", "0.16.0", 1, {"prefix"}),
+        ("LLM", "0.34.0", 1, {"prefix", "encoder", "mm-engine", "mm-frontend"}),
+        ("LLMEngine (v1)", "0.16.0", 1, set()),
+        ("LLMEngine (v1)", "0.17.0", 1, {"prefix", "encoder", "mm-engine"}),
+        ("EngineCore", "0.16.0", 1, set()),
+        ("EngineCore", "0.22.0", 1, {"prefix", "encoder", "mm-engine"}),
+        ("Worker (gpu_worker)", "0.22.0", 1, set()),
+    ],
+)
+def test_what_an_engine_sleep_clears(cls: str, release: str, level: int, expected: set[str]) -> None:
+    assert load_facts().implicit_resets("sleep", cls, Version(release), level=level) == expected
+
+
+def test_what_a_pause_clears() -> None:
+    facts = load_facts()
+    assert facts.implicit_resets("pause_generation", "AsyncLLM", Version("0.11.1")) == set()
+    assert facts.implicit_resets("pause_generation", "AsyncLLM", Version("0.15.1")) == {
+        "prefix",
+        "mm-engine",
+        "mm-frontend",
+    }
+    assert "encoder" in facts.implicit_resets("pause_generation", "AsyncLLM", Version("0.16.0"))
+    assert "mm-frontend" not in facts.implicit_resets("pause_generation", "AsyncLLM", Version("0.19.0"))
+    assert facts.implicit_resets("pause_generation", "AsyncLLM", Version("0.34.0"), clear_cache=False) == set()
+    pause = facts.route("/pause")
+    assert pause is not None and pause.resets_at(Version("0.16.0")) == {"prefix", "mm-engine", "mm-frontend", "encoder"}
+
+
+def test_weight_transfer_steps_and_routes() -> None:
+    facts = load_facts()
+    for method in ("start_weight_update", "update_weights", "finish_weight_update", "start_draft_weight_update"):
+        assert facts.is_weight_update(method, "AsyncLLM") and facts.is_weight_update(method, "LLM")
+        fact = facts.get(method, "AsyncLLM")
+        assert fact is not None and fact.is_async and fact.clears == ()
+    assert not facts.is_weight_update("init_weight_transfer_engine")
+    assert not facts.is_weight_update("update_weights", "LLMEngine (v1)")  # LLMEngine has none
+    start = facts.get("start_weight_update", "AsyncLLM")
+    assert start is not None and not start.exists_in(Version("0.20.0")) and start.exists_in(Version("0.21.0"))
+    assert start.drops_param("is_checkpoint_format", Version("0.25.0"))
+    assert facts.weight_update_routes() == {
+        "/start_weight_update",
+        "/start_draft_weight_update",
+        "/update_weights",
+        "/finish_weight_update",
+    }
+    update = facts.route("/update_weights")
+    assert update is not None and update.first_release == Version("0.16.0")
+    assert update.param_source("update_info") == "body"
+
+
+def test_route_arguments_are_read_from_the_query_string() -> None:
+    facts = load_facts()
+    pause, sleep = facts.route("/pause"), facts.route("/sleep")
+    assert pause is not None and sleep is not None
+    assert pause.param_source("clear_cache") == pause.param_source("mode") == "query"
+    assert sleep.param_source("level") == "query" and sleep.param_source("tags") is None
+
+
+def test_the_table_lacks_no_method_that_acts_on_a_cache(vllm_scans: dict[Version, dict[str, Any]]) -> None:
+    records, _, releases = facts_script.load_table(VLLM)
+    known = Version(releases["releases"][-1])
+    assert facts_script.new_candidates(VLLM, vllm_scans, records, known) == []
+
+
+def test_an_old_method_the_table_lacks_is_proposed(vllm_scans: dict[Version, dict[str, Any]]) -> None:
+    records, arguments, releases = copy.deepcopy(facts_script.load_table(VLLM))
+    records = [r for r in records if not (r["class"] == "LLMEngine (v1)" and r["method"] == "sleep")]
+    records = [r for r in records if r["method"] != "POST /start_weight_update"]
+    _, _, _, added = facts_script.updated_table(VLLM, vllm_scans, records, arguments, releases)
+    assert [(r["class"], r["method"], r["first_release"], r["module_path"], r["scope"]) for r in added] == [
+        ("LLMEngine", "sleep", "0.7.3", "vllm/v1/engine/llm_engine.py", None),
+        (
+            "OpenAI API server route",
+            "POST /start_weight_update",
+            "0.21.0",
+            "vllm/entrypoints/rl/online/api_router.py",
+            None,
+        ),
+    ]
+
+
+def test_a_same_named_class_in_another_module_is_told_apart(vllm_scans: dict[Version, dict[str, Any]]) -> None:
+    records, _, releases = copy.deepcopy(facts_script.load_table(VLLM))
+    records = [r for r in records if r["class"] != "EncoderCache (CPU Model Runner)"]
+    found = facts_script.new_candidates(VLLM, vllm_scans, records, Version(releases["releases"][-1]))
+    assert sorted((r["class"], r["method"], r["module_path"], r["first_release"]) for r in found) == [
+        ("EncoderCache", "reset_encoder_cache", "vllm/v1/worker/cpu/encoder_cache.py", "0.34.0"),
+        ("EncoderCache", "reset_mm_cache", "vllm/v1/worker/cpu/encoder_cache.py", "0.34.0"),
+    ]
+
+
+def test_a_method_inherited_unchanged_is_its_bases(vllm_scans: dict[Version, dict[str, Any]]) -> None:
+    """EngineCoreProc inherits reset_prefix_cache from EngineCore, which the table records."""
+    records, _, releases = facts_script.load_table(VLLM)
+    scans = copy.deepcopy(vllm_scans)
+    newest = max(scans)
+    proc = scans[newest]["classes"]["vllm/v1/engine/core.py:EngineCoreProc"]["methods"]
+    assert "reset_prefix_cache" in proc
+    assert facts_script.new_candidates(VLLM, scans, records, Version(releases["releases"][-1])) == []
+    proc["reset_prefix_cache"] = "(self, overridden)"
+    found = facts_script.new_candidates(VLLM, scans, records, Version(releases["releases"][-1]))
+    assert [(r["class"], r["method"], r["first_release"]) for r in found] == [
+        ("EngineCoreProc", "reset_prefix_cache", str(newest))
+    ]

@@ -111,9 +111,10 @@ def _workarounds(context: Context) -> list[tuple[FileSummary, Workaround]]:
 def _dropped_coroutine(event: ResetEvent) -> bool:
     """A `pause_generation()` on an unknown receiver whose coroutine is dropped: before 0.22 only AsyncLLM
     and EngineClient have it, as a coroutine, so a plain call statement is some other object's method,
-    or pauses nothing."""
+    or pauses nothing. An HTTP request's result is the response: it runs whether it is kept or not."""
     return (
-        not event.receiver_class
+        event.via != "http"
+        and not event.receiver_class
         and event.method == "pause_generation"
         and event.result_ignored
         and not (event.awaited or event.consumed)

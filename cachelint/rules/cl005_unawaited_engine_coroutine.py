@@ -1,4 +1,5 @@
-"""CL005 unawaited-engine-coroutine: an AsyncLLM / EngineClient coroutine called without `await` never runs."""
+"""CL005 unawaited-engine-coroutine: an AsyncLLM / EngineClient coroutine called without `await` never runs
+(a cache reset, pause, resume, sleep or wake-up, or a step of vLLM's weight-transfer API)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,10 @@ class UnawaitedEngineCoroutine(Rule):
     info = RuleInfo(
         code="CL005",
         name="unawaited-engine-coroutine",
-        summary="An AsyncLLM coroutine (a cache reset, pause, resume, sleep or wake-up) called without `await`.",
+        summary=(
+            "An AsyncLLM coroutine (a cache reset, pause, resume, sleep, wake-up or weight-transfer step) called "
+            "without `await`."
+        ),
         fixable="sometimes",
     )
 

@@ -13,7 +13,7 @@ from cachelint.facts import EngineClass
 from cachelint.finding import Applicability, Finding, Fix, Span
 from cachelint.project import FunctionRef, ProjectIndex, Reached
 from cachelint.rules.base import Context, Rule, RuleInfo, where_run
-from cachelint.rules.events import gates_allow
+from cachelint.rules.events import argument, gates_allow, is_false
 from cachelint.summary import CallSite, FileSummary, ResetEvent
 from cachelint.summary.nodes import names_a_lock
 
@@ -138,9 +138,10 @@ def _pause_quiesces(pause: ResetEvent, context: Context) -> bool:
     requests and their blocks; its cache clear (`clear_cache`, on by default) resets the prefix cache with
     the running requests preempted only from the release whose engine does so (`EngineCore._reset_caches`,
     per the facts), so it counts only when every supported release has that."""
-    if pause.keywords.get("mode", "") not in KEEP_MODE:
+    if (argument(pause, "mode") or "") not in KEEP_MODE:
         return True
-    if pause.keywords.get("clear_cache", "True") == "False":
+    clear_cache = argument(pause, "clear_cache")
+    if clear_cache is not None and is_false(clear_cache):
         return False
     since = context.facts.first_release("_reset_caches", EngineClass.ENGINE_CORE)
     return since is not None and context.supported.all_from(since)

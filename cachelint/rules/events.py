@@ -6,7 +6,7 @@ from packaging.version import Version
 
 from cachelint import provenance
 from cachelint.changes import NewStatement
-from cachelint.facts import EngineClass, Facts, Scope
+from cachelint.facts import EngineClass, Facts, Scope, load_facts
 from cachelint.provenance import Kind, Receiver
 from cachelint.rules import insertions
 from cachelint.rules.base import Context
@@ -21,6 +21,14 @@ LOST_EFFECT = {
     "resume_generation": "generation stays paused",
     "sleep": "the engine never sleeps: no memory is freed and no cache is cleared",
     "wake_up": "the engine stays asleep",
+    "init_weight_transfer_engine": "the weight-transfer channel is never set up and the updates that follow fail",
+    "start_weight_update": "no weight update is opened: the `update_weights` that follows fails",
+    "start_draft_weight_update": "no draft-model weight update is opened: the `update_weights` that follows fails",
+    "update_weights": "the new weights are never loaded: generation goes on with the old ones",
+    "finish_weight_update": (
+        "the weight update is never closed: weights sent in checkpoint format are never finalized, and the "
+        "next `start_weight_update` fails while the update stays open"
+    ),
 }
 
 ENGINE_LEVEL_CLASSES = (EngineClass.ASYNC_LLM, EngineClass.LLM_ENGINE, EngineClass.LLM)
@@ -72,8 +80,28 @@ def looks_like_engine(event: ResetEvent) -> bool:
     return bool(event.chain) and provenance.named_like_engine(event.chain[-1])
 
 
+_FALSE_TEXTS = frozenset({"false", "0", "0.0", "off", "no", "n", "f"})  # as FastAPI reads a bool
+
+
+def argument(event: ResetEvent, name: str) -> str | None:
+    """The source text of the argument `name` the call passes, or None. An HTTP request to a vLLM route
+    that reads `name` from the query string only (`/pause`, `/sleep`: the facts' `query_params`) passes
+    nothing through a JSON body: vLLM's server ignores it there."""
+    value = event.keywords.get(name)
+    if value is None or event.via != "http" or event.sent_in.get(name) != "body":
+        return value
+    fact = load_facts().route(route(event.method))
+    return None if fact is not None and fact.param_source(name) == "query" else value
+
+
+def is_false(text: str) -> bool:
+    """Whether an argument's source text is a false literal (`False`, `"false"`, `0`, ...)."""
+    return text.strip("\"'").lower() in _FALSE_TEXTS
+
+
 def clears_caches(event: ResetEvent) -> bool:
-    """An engine pause or sleep that clears the caches as a side effect."""
+    """An engine pause or sleep that clears the caches as a side effect (an HTTP request's arguments read
+    where vLLM's route reads them)."""
     if event.method not in ("pause_generation", "sleep") or is_worker_side(event):
         return False
     if event.method == "sleep" and event.via != "http" and not looks_like_engine(event):
@@ -81,9 +109,10 @@ def clears_caches(event: ResetEvent) -> bool:
     if event.via not in ("direct", "alias", "http"):
         return False
     if event.method == "pause_generation":
-        return event.keywords.get("clear_cache", "True") != "False"
-    level = event.keywords.get("level", event.positional[0] if event.positional else "1")
-    return level not in ("0", "0.0")
+        clear_cache = argument(event, "clear_cache")
+        return clear_cache is None or not is_false(clear_cache)
+    level = argument(event, "level") or (event.positional[0] if event.positional and event.via != "http" else "1")
+    return not is_false(level)
 
 
 def style_call(event: ResetEvent, method: str) -> str:

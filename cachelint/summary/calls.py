@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import re
+from urllib.parse import parse_qsl
 
 from cachelint.provenance import resolve_dotted
 from cachelint.summary.compat import Compat, engine_argument_names, is_processor_cache_setdefault
@@ -25,7 +26,7 @@ from cachelint.version_tests import dotted_name, string_value
 AWAITING_WRAPPERS = frozenset(
     {"gather", "create_task", "ensure_future", "wait_for", "wait", "run", "shield", "get", "as_completed"}
 )
-HTTP_ROUTE = re.compile(r"/(reset_prefix_cache|reset_mm_cache|reset_encoder_cache|pause)(?:\b|$)")
+HTTP_ROUTE = re.compile(r"/(reset_prefix_cache|reset_mm_cache|reset_encoder_cache|pause|sleep)(?:\b|$)")
 # SGLang's server routes for its weight-update and cache methods (and its pause, which vLLM names /pause).
 SGLANG_ROUTE = re.compile(r"/(" + "|".join(sorted(SGLANG_METHODS)) + r"|pause_generation)\b")
 
@@ -57,6 +58,7 @@ _ROUTE_DEFINITIONS = ("aiohttp.web.", "aiohttp.web_routedef.")
 # it to be an SGLang event (whose request fields are then read from the requests built before it).
 _ROUTE_WORDS = (
     "/pause",
+    "/sleep",
     "pause_generation",
     "reset_prefix_cache",
     "reset_mm_cache",
@@ -189,7 +191,7 @@ class Calls(Compat):
                 continue
             method = route_method(arg)
             if method:
-                self._reset(node, method, "", [], "http")
+                self._reset(node, method, "", [], "http", url=arg)
                 return
             method = sglang_route(arg) or sglang_endpoint(node, arg)
             if method:
@@ -279,8 +281,33 @@ class Calls(Compat):
         elif name in LIFECYCLE_METHODS:
             self._reset(node, name, receiver_text, chain, via)
 
+    def sent_fields(self, node: ast.Call, url: ast.expr | None) -> dict[str, tuple[str, str]]:
+        """The arguments an HTTP request sends, each as (source text, where): from the URL's query string
+        (`/pause?clear_cache=false`: a string literal, as `params=` would send it) and `params=`
+        ("query"), and from `json=` / `data=` ("body"). A value the code computes in the URL is left out."""
+        found: dict[str, tuple[str, str]] = {}
+        for keyword in node.keywords:
+            where = {"params": "query", "json": "body", "data": "body"}.get(keyword.arg or "")
+            if where is not None:
+                fields = self._fields(keyword.value) or {}
+                found.update((name, (value, where)) for name, value in fields.items())
+        if url is not None:
+            text = "".join(string_parts(url)) if not isinstance(url, ast.JoinedStr) else _with_holes(url)
+            if "?" in text:
+                for name, value in parse_qsl(text.split("?", 1)[1], keep_blank_values=True):
+                    if _HOLE not in name and _HOLE not in value:
+                        found.setdefault(name, (repr(value), "query"))
+        return found
+
     def _reset(
-        self, node: ast.Call, method: str, receiver: str, chain: list[str], via: str, sglang: bool = False
+        self,
+        node: ast.Call,
+        method: str,
+        receiver: str,
+        chain: list[str],
+        via: str,
+        sglang: bool = False,
+        url: ast.expr | None = None,
     ) -> None:
         statement = self.statements[-1] if self.statements else None
         statement_span = self.source.span(statement) if statement is not None else self.source.span(node)
@@ -326,6 +353,11 @@ class Calls(Compat):
             keyword_spans={k.arg: self.source.span(k) for k in node.keywords if k.arg is not None},
             compat_guards=self.compat_guards(),
         )
+        if via == "http" and not sglang:
+            for name, (value, where) in self.sent_fields(node, url).items():
+                if name not in event.keywords:
+                    event.keywords[name] = value
+                    event.sent_in[name] = where
         if sglang:
             event.keywords = {**self.request_fields(node), **event.keywords}
             self.frame.function.sglang.append(event)
@@ -359,6 +391,17 @@ def _passed_on(node: ast.Call, statement: ast.stmt) -> bool:
             if any(inner is node for argument in arguments for inner in ast.walk(argument)):
                 return True
     return False
+
+
+_HOLE = "\x00"  # stands for a value an f-string computes
+
+
+def _with_holes(node: ast.JoinedStr) -> str:
+    """An f-string's text, each computed part a hole."""
+    return "".join(
+        value.value if isinstance(value, ast.Constant) and isinstance(value.value, str) else _HOLE
+        for value in node.values
+    )
 
 
 def sglang_route(node: ast.expr) -> str:

@@ -17,8 +17,18 @@ from cachelint.version_tests import VersionTest
 
 RESET_METHODS = frozenset({"reset_prefix_cache", "reset_mm_cache", "reset_encoder_cache"})
 PAUSE_METHODS = frozenset({"pause_generation", "sleep"})
-# Engine coroutines with no cache effect, recorded (as FunctionSummary.lifecycle) for the await checks.
-LIFECYCLE_METHODS = frozenset({"resume_generation", "wake_up"})
+# Engine coroutines with no cache effect, recorded (as FunctionSummary.lifecycle) for the await checks:
+# resuming, waking up, and the steps of vLLM's weight-transfer API.
+WEIGHT_TRANSFER_METHODS = frozenset(
+    {
+        "init_weight_transfer_engine",
+        "start_weight_update",
+        "start_draft_weight_update",
+        "update_weights",
+        "finish_weight_update",
+    }
+)
+LIFECYCLE_METHODS = frozenset({"resume_generation", "wake_up"}) | WEIGHT_TRANSFER_METHODS
 # SGLang's weight-update and cache methods (and routes), recorded as FunctionSummary.sglang.
 SGLANG_UPDATES = frozenset(
     {
@@ -138,6 +148,9 @@ class ResetEvent:
     runner: str = ""  # the callee of a statement `runner(<call>)`, the call its only argument
     keyword_spans: dict[str, Span] = field(default_factory=dict)  # `name=value` of each keyword
     compat_guards: list[str] = field(default_factory=list)  # see _Summarizer.compat_guards
+    # of an HTTP request: where each of its `keywords` was sent, "query" (the URL's query string or
+    # `params=`) or "body" (`json=` / `data=`)
+    sent_in: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
