@@ -159,10 +159,9 @@ CORPUS = (
     Dist("axolotl", "0.19.0"),
     Dist("ray", "2.60.0"),
     # weight pushes: a driver worker's model_runner.model.load_weights with no reset after (trl 0.15.2's
-    # GRPO and online DPO), verl 0.4.1's sharding managers (sleep in __exit__, load in __enter__), and
-    # weight-sync middleware loading through worker extensions and collective_rpc
+    # GRPO and online DPO), verl 0.4.1's sharding managers (sleep in __exit__, load in __enter__; listed
+    # with verl above), and weight-sync middleware loading through worker extensions and collective_rpc
     Dist("trl", "0.15.2"),
-    Dist("verl", "0.4.1"),
     Dist("checkpoint-engine", "0.4.2"),
     Dist("awex", "0.9.0"),
 )
