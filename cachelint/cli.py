@@ -518,6 +518,8 @@ def clean(path: Path | None, config: Path | None, isolated: bool) -> None:
     from cachelint.vllm_range import find_project_root
 
     start = path or Path()
+    if not start.exists():  # its project would be the nearest folder that exists, maybe `/`
+        fail(f"{start}: No such file or directory")
     settings = resolve_settings([start], config, isolated, {})
     root = find_project_root(start)
     folder = cache_folder(settings, root)
@@ -565,4 +567,4 @@ def server() -> None:
         fail(f"`cachelint server` needs {missing}, which the server extra installs: {INSTALL_HINT}")
     from cachelint.server.app import serve
 
-    serve()
+    sys.exit(serve())

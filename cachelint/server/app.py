@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import sys
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -18,7 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
+from pygls.exceptions import JsonRpcInvalidRequest
 from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol
 from pygls.uris import from_fs_path, to_fs_path
 
 from cachelint import __version__
@@ -75,11 +79,28 @@ class Published:
     supported: SupportedRange
 
 
+class Protocol(LanguageServerProtocol):
+    """pygls's protocol, except that a request after `shutdown` gets the InvalidRequest error the LSP
+    asks for (pygls leaves it unanswered, and the client waits)."""
+
+    def handle_message(self, message: Any) -> None:
+        method = getattr(message, "method", None)
+        if self._shutdown and method not in (None, types.EXIT) and getattr(message, "id", None) is not None:
+            error = JsonRpcInvalidRequest(f"{method}: the server was shut down").to_response_error()
+            self._send_response(message.id, error=error)
+            return
+        super().handle_message(message)
+
+
 class CachelintServer:
     def __init__(self) -> None:
         self.ls = LanguageServer(
-            "cachelint", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental
+            "cachelint",
+            __version__,
+            text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+            protocol_cls=Protocol,
         )
+        self.shut_down = False
         self.features = ClientFeatures()
         self.debounce = DEFAULT_DEBOUNCE_MS / 1000
         self.documents: dict[str, Document] = {}
@@ -143,6 +164,7 @@ class CachelintServer:
             self.log(f"could not watch project files: {error}", types.MessageType.Warning)
 
     def shutdown(self, params: None) -> None:
+        self.shut_down = True
         self.executor.shutdown(wait=False, cancel_futures=True)
 
     # Documents
@@ -442,7 +464,13 @@ def _uri(path: Path) -> str:
     return from_fs_path(str(path)) or path.as_uri()
 
 
-def serve() -> None:
-    """Serve one client over stdin and stdout until it says exit."""
+def serve() -> int:
+    """Serve one client over stdin and stdout until it says exit (or stdin ends); the exit status the
+    LSP asks for: 0 after a shutdown request, else 1."""
     logging.basicConfig(level=logging.WARNING, format="cachelint server: %(levelname)s %(name)s: %(message)s")
-    CachelintServer().ls.start_io()
+    server = CachelintServer()
+    # pygls closes the stream it writes to on exit: a copy of stdout, so that stdout is still open
+    # when the program ends and flushes it.
+    with os.fdopen(os.dup(sys.stdout.fileno()), "wb") as messages:
+        server.ls.start_io(sys.stdin.buffer, messages)
+    return 0 if server.shut_down else 1
