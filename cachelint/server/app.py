@@ -23,6 +23,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidRequest
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
+from pygls.protocol.language_server import lsp_method
 from pygls.uris import from_fs_path, to_fs_path
 
 from cachelint import __version__
@@ -91,6 +92,13 @@ class Protocol(LanguageServerProtocol):
             return
         super().handle_message(message)
 
+    @lsp_method(types.TEXT_DOCUMENT_DID_CHANGE)
+    def lsp_text_document__did_change(self, params: types.DidChangeTextDocumentParams) -> Any:
+        """The server's own handler only: pygls would also apply each change to a copy of the document
+        it keeps (and cachelint never reads), splitting the whole text into lines at every keystroke."""
+        if (handler := self.fm.features.get(types.TEXT_DOCUMENT_DID_CHANGE)) is not None:
+            yield handler, (params,), None
+
 
 class CachelintServer:
     def __init__(self) -> None:
@@ -101,6 +109,7 @@ class CachelintServer:
             protocol_cls=Protocol,
         )
         self.shut_down = False
+        self.reload_timer: asyncio.TimerHandle | None = None  # a reload waiting for changes to pause
         self.features = ClientFeatures()
         self.debounce = DEFAULT_DEBOUNCE_MS / 1000
         self.documents: dict[str, Document] = {}
@@ -189,7 +198,7 @@ class CachelintServer:
     def did_save(self, params: types.DidSaveTextDocumentParams) -> None:
         path = _path(params.text_document.uri)
         if path is not None and is_project_file(path):
-            self.reload()
+            self.reload_soon()
         elif (document := self.documents.get(params.text_document.uri)) is not None:
             self.changed(document, 0)
 
@@ -210,7 +219,7 @@ class CachelintServer:
     def did_change_watched_files(self, params: types.DidChangeWatchedFilesParams) -> None:
         paths = [path for change in params.changes if (path := _path(change.uri)) is not None]
         if any(is_project_file(path) for path in paths):
-            self.reload()
+            self.reload_soon()
             return
         changed = [path for path in paths if path.suffix in PYTHON_SUFFIXES]
         for scope in self.open_scopes():
@@ -238,8 +247,18 @@ class CachelintServer:
     def open_scopes(self) -> set[Scope]:
         return {scope for document in self.documents.values() if isinstance(scope := self.scope_of(document), Scope)}
 
+    def reload_soon(self) -> None:
+        """A configuration or project file changed: `reload` once the changes pause for the debounce
+        delay, so that a burst of them (a checkout, a tool rewriting pyproject.toml) costs one reload."""
+        if self.reload_timer is not None:
+            self.reload_timer.cancel()
+        self.reload_timer = asyncio.get_running_loop().call_later(self.debounce, self.reload)
+
     def reload(self) -> None:
         """A configuration or project file changed: resolve every document's scope again, re-check all."""
+        if self.reload_timer is not None:
+            self.reload_timer.cancel()
+            self.reload_timer = None
         before = set(self.scopes.values())
         self.scopes.clear()
         fixed = dict(self.config_diagnostics)
@@ -281,13 +300,21 @@ class CachelintServer:
     # Analysis: `prepare` on the event loop, the job on the analysis thread, `deliver` on the event loop
 
     def prepare(self, scope: Scope) -> Callable[[], Analysed] | None:
-        files = self.open_files(scope)
-        if not files:
+        documents = [
+            (document.uri, document.path, document.version, document.source)
+            for document in self.documents.values()
+            if self.scope_of(document) == scope
+        ]
+        if not documents:
             return None
-        snapshot = Snapshot(scope, files)
         features = self.features
         memory = self.memory
-        return lambda: analyse(snapshot, memory, features)
+
+        def job() -> Analysed:  # the texts are encoded here, on the analysis thread, not on the event loop
+            files = tuple(OpenFile(*document, buffer_bytes(document[3].text)) for document in documents)
+            return analyse(Snapshot(scope, files), memory, features)
+
+        return job
 
     def open_files(self, scope: Scope) -> tuple[OpenFile, ...]:
         return tuple(
@@ -324,6 +351,8 @@ class CachelintServer:
         document = self.documents.get(uri)
         if document is None:
             return None
+        if self.reload_timer is not None:  # answer with the settings as they are now
+            self.reload()
         scope = self.scope_of(document)
         if not isinstance(scope, Scope):
             return None
