@@ -48,6 +48,7 @@ def handles_errors(command: F) -> F:
     @wraps(command)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         from cachelint.discovery import MissingPathError
+        from cachelint.stdout import OutputError
 
         try:
             try:
@@ -56,6 +57,8 @@ def handles_errors(command: F) -> F:
                 sys.stdout.flush()  # here rather than at exit, where a closed pipe would be reported
         except BrokenPipeError:
             stop_on_broken_pipe()
+        except OutputError as error:
+            stop_on_failed_output(error)
         except (ConfigError, MissingPathError) as error:
             fail(str(error))
         except KeyboardInterrupt:
@@ -110,6 +113,13 @@ def stop_on_broken_pipe() -> None:
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, sys.stdout.fileno())  # Python flushes stdout once more on exit
     sys.exit(EXIT_BROKEN_PIPE)
+
+
+def stop_on_failed_output(error: OSError) -> None:
+    """Standard output cannot be written (`> /dev/full`): say so, and exit 2 as for any error."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())  # what is left to flush on exit goes nowhere, silently
+    fail(f"cannot write to standard output: {error.strerror or error}")
 
 
 def _codes(value: str | None, option: str) -> tuple[str, ...] | None:
@@ -187,10 +197,9 @@ def use_color(no_color: bool) -> bool:
 @click.version_option(__version__, "-V", "--version", prog_name="cachelint")
 def main() -> None:
     """Find and fix vLLM cache-reset bugs in RL post-training code."""
-    # A file name that is not UTF-8 reaches the output as a lone surrogate (os.fsdecode): print it
-    # escaped (`caf\udce9.py`, still valid JSON) rather than fail the run on it.
-    if isinstance(sys.stdout, io.TextIOWrapper):
-        sys.stdout.reconfigure(errors="backslashreplace")
+    from cachelint import stdout
+
+    stdout.install()
 
 
 @main.command()
@@ -523,6 +532,8 @@ def clean(path: Path | None, config: Path | None, isolated: bool) -> None:
     from cachelint.vllm_range import find_project_root
 
     start = path or Path()
+    if not start.exists():  # its project would be the nearest folder that exists, maybe `/`
+        fail(f"{start}: No such file or directory")
     settings = resolve_settings([start], config, isolated, {})
     root = find_project_root(start)
     folder = cache_folder(settings, root)
@@ -570,4 +581,4 @@ def server() -> None:
         fail(f"`cachelint server` needs {missing}, which the server extra installs: {INSTALL_HINT}")
     from cachelint.server.app import serve
 
-    serve()
+    sys.exit(serve())

@@ -67,6 +67,28 @@ def overlaps(a: Edit, b: Edit) -> bool:
     return (a_start < b_end and b_start < a_end) or a_start == b_start
 
 
+class Taken:
+    """The edits of one file kept so far, none overlapping another, sorted by where they begin: whether
+    a new edit overlaps one of them is looked up, not searched for (a round may keep thousands)."""
+
+    def __init__(self) -> None:
+        self._starts: list[tuple[int, int]] = []
+        self._edits: list[Edit] = []
+
+    def overlaps(self, edit: Edit) -> bool:
+        start, end = (edit.span.line, edit.span.col), (edit.span.end_line, edit.span.end_col)
+        # Kept edits do not overlap, so of those beginning before this one only the last reaches furthest.
+        first = max(bisect.bisect_left(self._starts, start) - 1, 0)
+        last = bisect.bisect_right(self._starts, end)
+        return any(overlaps(edit, other) for other in self._edits[first:last])
+
+    def add(self, edit: Edit) -> None:
+        start = (edit.span.line, edit.span.col)
+        index = bisect.bisect_left(self._starts, start)
+        self._starts.insert(index, start)
+        self._edits.insert(index, edit)
+
+
 def diff_edits(path: str, before: str, after: str) -> list[Edit]:
     """The text edits that turn `before` into `after`: one per changed stretch, as small as it can be
     without cutting a name in two. Whole lines added or removed on their own are spelled from the end of
@@ -74,11 +96,18 @@ def diff_edits(path: str, before: str, after: str) -> list[Edit]:
     every edit."""
     old, new = lines_with_breaks(before), lines_with_breaks(after)
     starts = line_starts(before)
-    same = 0  # the lines both begin with need no matching
+    # The lines both begin and end with need no matching: difflib then sees only what changed, not
+    # the whole file (its matching costs about the square of the lines it is given).
+    same = 0
     while same < min(len(old), len(new)) and old[same] == new[same]:
         same += 1
+    tail = 0
+    while tail < min(len(old), len(new)) - same and old[-1 - tail] == new[-1 - tail]:
+        tail += 1
     pieces: list[tuple[int, str, str]] = []  # (offset in `before`, removed, added)
-    for old_start, old_end, new_start, new_end in _changed_lines(old[same:], new[same:]):
+    for old_start, old_end, new_start, new_end in _changed_lines(
+        old[same : len(old) - tail], new[same : len(new) - tail]
+    ):
         line = same + old_start
         begin = starts[line] if line < len(starts) else len(before)
         removed = "".join(old[line : same + old_end])

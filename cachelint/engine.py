@@ -1185,8 +1185,8 @@ class ProjectRun:
         self.supported = resolve_range(settings, root)  # before the code's tests of vLLM's version
         self.checked = self.supported  # after them (vllm_range.widen_by_code)
         self.sglang = resolve_sglang_range(settings, root)
-        if cache is None and use_cache:
-            # A root that is not on disk (the folder of a --stdin-filename that does not exist) gets no cache.
+        if cache is None and use_cache and vllm_range.marks_project(self.folder):
+            # A file in no project (a loose folder such as /etc, or one not on disk) gets no cache.
             cache = Cache.for_run(settings, self.folder)
         self.cache = cache
         stats.add_time("find", started)

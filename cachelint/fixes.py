@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 
 from cachelint import interrupts
 from cachelint.config import Settings
-from cachelint.edits import apply_edits, lines_with_breaks, overlaps
+from cachelint.edits import Taken, apply_edits, lines_with_breaks
 from cachelint.engine import Analysis, analyze
 from cachelint.finding import Applicability, Edit, Finding, Fix
 from cachelint.output.printable import printable
@@ -92,6 +92,17 @@ def _parses(text: str, before: str) -> bool:
     return True
 
 
+def _changes_only_comments(fix: Fix) -> bool:
+    """Whether the fix only replaces or removes comments (CL100): its result tokenizes as before."""
+    from cachelint.changes import ReplaceComment
+
+    return all(
+        isinstance(change, ReplaceComment)
+        and (not change.text or (change.text.startswith("#") and "\n" not in change.text and "\r" not in change.text))
+        for change in fix.changes
+    )
+
+
 class _Round:
     """One round: picks fixes greedily, keeping each only if all its files still parse."""
 
@@ -100,6 +111,8 @@ class _Round:
         self.failed = failed
         self.only = frozenset(only)  # when given, the only files a fix may touch
         self.edits: dict[Path, list[Edit]] = {}
+        self.taken: dict[Path, Taken] = {}  # the same edits, to look up overlaps
+        self.texts: dict[Path, str] = {}  # each file with the edits of the fixes kept so far
         self.applied = 0
         self.together: list[frozenset[Path]] = []
         self._rewriter: Rewriter | None = None
@@ -133,25 +146,42 @@ class _Round:
         for display, edits in made.items():
             by_file.setdefault(_absolute(display), []).extend(edits)
         for path, edits in by_file.items():
-            taken = self.edits.get(path, [])
-            if any(overlaps(edit, other) for edit in edits for other in taken):
+            taken = self.taken.get(path)
+            if taken is not None and any(taken.overlaps(edit) for edit in edits):
                 return
+        # A change of comments alone leaves what CPython and libcst parse as it was: nothing to check.
+        checked = not _changes_only_comments(fix)
+        texts = {}
         for path, edits in by_file.items():
             newline = self.outcome.files[path].source.newline
             converted = [Edit(e.path, e.span, e.content.replace("\n", newline)) for e in edits]
-            try:
-                text = apply_edits(self.outcome.files[path].text, [*self.edits.get(path, []), *converted])
-            except ValueError:
-                return
-            if not _parses(text, self.outcome.files[path].text):
-                self._fail(finding, key, "the result would not parse or compile")
-                return
+            if checked:
+                try:
+                    text = apply_edits(self.outcome.files[path].text, [*self.edits.get(path, []), *converted])
+                except ValueError:
+                    return
+                if not _parses(text, self._text(path)):  # what this fix changed, not the fixes kept before
+                    self._fail(finding, key, "the result would not parse or compile")
+                    return
+                texts[path] = text
             by_file[path] = converted
+        for path in by_file:
+            self.texts.pop(path, None)
+        self.texts.update(texts)
+        for path, edits in by_file.items():
+            for edit in edits:
+                self.taken.setdefault(path, Taken()).add(edit)
         for path, edits in by_file.items():
             self.edits.setdefault(path, []).extend(edits)
         if len(by_file) > 1:
             self.together.append(frozenset(by_file))
         self.applied += 1
+
+    def _text(self, path: Path) -> str:
+        """The file with the edits of the fixes kept so far."""
+        if path not in self.texts:
+            self.texts[path] = apply_edits(self.outcome.files[path].text, self.edits.get(path, []))
+        return self.texts[path]
 
     def _fail(self, finding: Finding, key: tuple[str, str, int, int], reason: str) -> None:
         self.failed.add(key)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, TypeVar
 
@@ -31,13 +32,49 @@ _in_worker = False
 _loads: dict[Callable[[], object], None] = {}
 
 
-def _start_worker() -> None:
+def _start_worker(parent: int) -> None:
     global _in_worker
     _in_worker = True
     interrupts.ignore_in_worker()
+    _die_with(parent)
     import gc
 
     gc.disable()  # as in the parent during the analysis (see engine.collector_paused)
+
+
+# Linux's prctl option asking for a signal when the parent dies (linux/prctl.h).
+_PR_SET_PDEATHSIG = 1
+# How often a worker that cannot ask for that signal looks whether its parent is still there.
+PARENT_CHECK_SECONDS = 0.5
+
+
+def _die_with(parent: int) -> None:
+    """End this worker when the process that started the pool ends, however it ends (a parent killed by
+    TERM, HUP or KILL cannot stop its workers, which would live on under init): on Linux the kernel
+    kills it (PR_SET_PDEATHSIG); elsewhere a thread watches for the parent to be gone."""
+    if sys.platform == "linux" and _ask_for_death_signal():
+        if os.getppid() != parent:  # it died before the request was made
+            os._exit(1)
+        return
+    import threading
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(PARENT_CHECK_SECONDS)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="cachelint-parent-watch", daemon=True).start()
+
+
+def _ask_for_death_signal() -> bool:
+    import ctypes
+    import signal
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return bool(libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0)
+    except (OSError, AttributeError):
+        return False
 
 
 def load_while_waiting(load: Callable[[], object]) -> None:
@@ -151,7 +188,9 @@ class Workers:
             from concurrent.futures import ProcessPoolExecutor
 
             context = multiprocessing.get_context("fork" if sys.platform == "linux" else None)
-            self._pool = ProcessPoolExecutor(max_workers=count, mp_context=context, initializer=_start_worker)
+            self._pool = ProcessPoolExecutor(
+                max_workers=count, mp_context=context, initializer=_start_worker, initargs=(os.getpid(),)
+            )
             self._count = count
         return self._pool
 

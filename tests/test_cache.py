@@ -41,12 +41,14 @@ CACHED = Settings(cache_dir=CACHE)
 
 
 def copy_case(case: Case, folder: Path) -> Case:
-    """The case copied into `folder`: a run with the cache writes into the project it checks."""
+    """The case copied into `folder`: a run with the cache writes into the project it checks (a file
+    of no project gets no cache, so a single-file case goes into a project that pins nothing)."""
     target = folder / case.path.name
     if case.path.is_dir():
         shutil.copytree(case.path, target, ignore=shutil.ignore_patterns(".cachelint_cache", "__pycache__"))
     else:
         folder.mkdir(parents=True, exist_ok=True)
+        (folder / "pyproject.toml").write_text('[project]\nname = "case"\nversion = "0"\n', encoding="utf-8")
         shutil.copyfile(case.path, target)
     return Case(case.code, target)
 
@@ -518,6 +520,34 @@ def test_stdin_filename_in_a_folder_that_does_not_exist_creates_nothing(tmp_path
     assert not missing.exists()
     assert list(tmp_path.iterdir()) == []
     assert sorted(Path("/").iterdir()) == top
+
+
+def test_a_file_in_no_project_gets_no_cache(tmp_path: Path) -> None:
+    # A folder no project file, repository or requirements file marks (as /etc is): the file is
+    # analysed, and nothing is created beside it, whether it is named, walked or read from stdin.
+    loose = tmp_path / "etc"
+    source = (DEMO / "demo_rl" / "worker_extension.py").read_text(encoding="utf-8")
+    write_tree(loose, {"worker.py": source})
+    for args, stdin in (
+        (("--stdin-filename", loose / "x.py"), source),
+        (("--stdin-filename", loose / "x.py", "-"), source),
+        ((loose / "worker.py",), None),
+        ((loose,), None),
+    ):
+        result = check(*args, "--output-format", "concise", cwd=tmp_path, stdin=stdin)
+        assert result.code == 1, result.stderr
+        assert ": CL001 " in result.stdout
+        assert sorted(path.name for path in loose.iterdir()) == ["worker.py"], args
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["etc"]
+
+
+def test_clean_of_a_missing_path_is_an_error(tmp_path: Path) -> None:
+    # Its project would be the nearest folder that exists: `/` for /nonexistent.
+    for missing in (tmp_path / "gone", Path("/nonexistent-cachelint-test/a.py")):
+        result = cachelint("clean", missing, cwd=tmp_path)
+        assert result.code == 2
+        assert result.stdout == ""
+        assert result.stderr_lines == [f"cachelint: error: {missing}: No such file or directory"]
 
 
 def _report_pool_state(items: list[int]) -> list[tuple[int, bool]]:

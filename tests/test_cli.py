@@ -639,28 +639,57 @@ def many_findings(root: Path, count: int) -> Path:
     return write_tree(root, {"pyproject.toml": PYPROJECT, "pkg/worker.py": f"class W:\n{methods}"})
 
 
-@pytest.mark.parametrize("output_format", ["github", "json-lines", "full", "concise"])
-def test_a_reader_that_stops_early_stops_cachelint_quietly(tmp_path: Path, output_format: str) -> None:
-    """`cachelint check | head -1`: a real pipe whose reader closes it after one line. No message, no
-    traceback; the status a shell gives a Unix tool that a closed pipe stopped (128 + SIGPIPE)."""
+FORMATS = ["github", "json-lines", "full", "concise", "json", "sarif"]
+# Python's stdout unbuffered (PYTHONUNBUFFERED, `python -u`) or buffered, as a pipe makes it.
+BUFFERING = {"unbuffered": {"PYTHONUNBUFFERED": "1"}, "buffered": {"PYTHONUNBUFFERED": ""}}
+
+
+@pytest.mark.parametrize("buffering", BUFFERING)
+@pytest.mark.parametrize("output_format", FORMATS)
+def test_a_reader_that_stops_early_stops_cachelint_quietly(tmp_path: Path, output_format: str, buffering: str) -> None:
+    """`cachelint check | head -c100`: a real pipe whose reader closes it after 100 bytes, while the
+    report (far larger than a pipe holds) is being written. No message, no traceback; the status a
+    shell gives a Unix tool that a closed pipe stopped (128 + SIGPIPE), with --exit-zero too."""
     project = many_findings(tmp_path / "many", 2000)
     with tempfile.TemporaryFile() as stderr:
         process = subprocess.Popen(
-            [sys.executable, "-m", "cachelint", "check", "--no-cache", "--output-format", output_format],
+            [sys.executable, "-m", "cachelint", "check", "--no-cache", "--exit-zero", "--output-format", output_format],
             cwd=project,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=stderr,
-            env=environment(),
+            env=environment(BUFFERING[buffering]),
         )
         assert process.stdout is not None
-        first = process.stdout.readline()
+        first = process.stdout.read(100)
         process.stdout.close()
         code = process.wait(timeout=300)
         stderr.seek(0)
         errors = stderr.read()
-    assert b"CL001" in first
+    assert len(first) == 100
     assert (code, errors) == (141, b"")
+
+
+@pytest.mark.parametrize("buffering", BUFFERING)
+@pytest.mark.parametrize("output_format", FORMATS)
+def test_a_full_stdout_is_an_error_not_an_internal_one(tmp_path: Path, output_format: str, buffering: str) -> None:
+    """`cachelint check > /dev/full`: every write fails with ENOSPC; one line says so, exit 2."""
+    project = tiny_project(tmp_path)
+    with Path("/dev/full").open("wb") as full:
+        done = subprocess.run(
+            [sys.executable, "-m", "cachelint", "check", "--no-cache", "--output-format", output_format],
+            cwd=project,
+            stdin=subprocess.DEVNULL,
+            stdout=full,
+            stderr=subprocess.PIPE,
+            env=environment(BUFFERING[buffering]),
+            timeout=300,
+            check=False,
+        )
+    assert done.returncode == 2
+    assert done.stderr.decode().splitlines() == [
+        "cachelint: error: cannot write to standard output: No space left on device"
+    ]
 
 
 # ---------------------------------------------------------------- --help, rule, rules

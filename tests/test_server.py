@@ -511,6 +511,16 @@ async def test_file_outside_any_project(vscode: RecordingClient, tmp_path: Path)
     unsaved = tmp_path / "scratch" / "not_saved_yet.py"  # open in the editor, not on disk
     vscode.open(unsaved, WORKER)
     assert [d.code for d in await vscode.diagnostics_of(unsaved)] == ["CL001"]
+    nowhere = tmp_path / "no" / "such" / "folder.py"  # its folders are not on disk either
+    vscode.open(nowhere, WORKER)
+    assert [d.code for d in await vscode.diagnostics_of(nowhere)] == ["CL001"]
+    device = Path("/dev/zero")  # a device, never read (it never ends), and no cache beside it
+    vscode.open(device, WORKER)
+    assert [d.code for d in await vscode.diagnostics_of(device)] == ["CL001"]
+    # A file in no project is analysed without a cache: none is created in its folder or above.
+    assert not (tmp_path / "scratch" / ".cachelint_cache").exists()
+    assert not any(path.name == ".cachelint_cache" for path in tmp_path.rglob("*"))
+    assert not Path("/dev/.cachelint_cache").exists()
 
 
 async def test_hover_names_the_rule_and_the_releases(vscode: RecordingClient, tmp_path: Path) -> None:

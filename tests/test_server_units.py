@@ -8,6 +8,7 @@ import sqlite3
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -291,3 +292,60 @@ def test_scheduler_starts_at_once_after_a_quiet_spell() -> None:
     events: list[str] = []
     asyncio.run(run_after_quiet_spell(events))
     assert events == ["scope"]
+
+
+@given(
+    st.lists(st.sampled_from(["a", "é", "😀", "\n", "\r", "\r\n", " "]), max_size=12).map("".join),
+    st.integers(0, 6),
+    st.integers(0, 4),
+    st.integers(0, 3),
+    st.integers(0, 4),
+    st.lists(st.sampled_from(["b", "\n", "\r", "\r\n"]), max_size=4).map("".join),
+)
+def test_a_change_moves_the_line_starts_as_splitting_the_new_text_would(
+    text: str, line: int, character: int, more_lines: int, end_character: int, inserted: str
+) -> None:
+    start = types.Position(line, character)
+    end = types.Position(line + more_lines, end_character if more_lines else max(character, end_character))
+    change = types.TextDocumentContentChangePartial(range=types.Range(start, end), text=inserted)
+    before = SourceText(text)
+    after = before.changed(change, "utf-16")
+    assert after.starts == SourceText(after.text).starts
+    assert after.line_count == len(SourceText(after.text).lines)
+    assert [after.line(index) for index in range(after.line_count)] == SourceText(after.text).lines
+
+
+def test_keystrokes_in_a_ten_megabyte_document_do_not_walk_all_its_lines() -> None:
+    # Each new text took the line starts and lines of the whole document again: 165 ms a keystroke.
+    text = "".join(f"def helper_{index}(x):\n    return x + {index}  # a comment\n" for index in range(180_000))
+    assert len(text) > 10_000_000
+    source = SourceText(text)
+    source.starts  # noqa: B018 (the document as opened)
+    started = time.process_time()
+    for key in range(100):
+        position = types.Position(100_001 + 2 * key, 4)  # in a `return` line
+        change = types.TextDocumentContentChangePartial(range=types.Range(position, position), text="x")
+        source = source.changed(change, "utf-16")
+        source.position_at(source.offset(position, "utf-16"), "utf-16")
+    assert time.process_time() - started < 10.0  # about 4 s of line splitting before, per 25 keys
+    assert source.text.count("    xreturn") == 100
+
+
+def test_a_burst_of_project_file_changes_reloads_the_settings_once(tmp_path: Path) -> None:
+    from cachelint.server.app import CachelintServer
+
+    server = CachelintServer()
+    reloads: list[None] = []
+    server.reload = lambda: reloads.append(None)  # type: ignore[method-assign]
+    uri = (tmp_path / "pyproject.toml").as_uri()
+    params = types.DidChangeWatchedFilesParams([types.FileEvent(uri, types.FileChangeType.Changed)])
+
+    async def burst() -> None:
+        server.debounce = 0.05
+        for _ in range(2_000):
+            server.did_change_watched_files(params)
+        await asyncio.sleep(0.3)
+
+    asyncio.run(burst())
+    assert len(reloads) == 1
+    server.executor.shutdown()

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from cachelint.codemod import with_edits
+from cachelint.config import Settings
 from cachelint.edits import apply_edits
 from cachelint.finding import INVALID_SYNTAX, Applicability, Edit, Finding, Span
+from cachelint.fixes import fix_to_fixed_point
 from cachelint.rules.cl100_unused_suppression import unused_suppressions
 from cachelint.suppress import (
     FILE_IGNORE,
@@ -284,3 +288,27 @@ def test_line_endings_other_than_newline() -> None:
     assert fixed(crlf, unused(crlf, [finding("CL001", 2)])) == "a()\r\nb()  # noqa: CL001\r\n"
     old_mac = "a()\rb()  # noqa: CL001\r"
     assert kept_codes(old_mac, [finding("CL001", 1), finding("CL001", 2)]) == [("CL001", 1)]
+
+
+@pytest.mark.parametrize("layout", ["trailing", "own line", "last line without a line break"])
+def test_one_fix_pass_removes_every_one_of_many_identical_unused_noqa(tmp_path: Path, layout: str) -> None:
+    # Identical lines let a diff of the whole file pair them in many ways, whose edits overlapped and
+    # left one removal per round: 11 or more took a second `--fix`.
+    line = {"trailing": "y = 2  # noqa: CL001\n", "own line": "    # noqa: CL001\n"}.get(
+        layout, "y = 2  # noqa: CL001\n"
+    )
+    body = "def f():\n" + line * 25 + "    return 1\n" if layout == "own line" else "x = 1\n" + line * 25
+    if layout == "last line without a line break":
+        body = body.rstrip("\n")
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "p"\nversion = "0"\n', encoding="utf-8")
+    (tmp_path / "m.py").write_text(body, encoding="utf-8")
+    outcome = fix_to_fixed_point([tmp_path], Settings(), unsafe=False, workers=1)
+    assert outcome.fixed == 25
+    assert outcome.analysis.findings == []
+    expected = {
+        "trailing": "x = 1\n" + "y = 2\n" * 25,
+        "own line": "def f():\n    return 1\n",
+        "last line without a line break": "x = 1\n" + "y = 2\n" * 24 + "y = 2",
+    }[layout]
+    (fixed,) = outcome.changed
+    assert fixed.text == expected

@@ -31,7 +31,7 @@ from cachelint.changes import (
     UnwrapIf,
 )
 from cachelint.codemod import regions
-from cachelint.edits import diff_edits, line_starts
+from cachelint.edits import apply_edits, diff_edits, line_starts, source_lines
 from cachelint.finding import Edit, Fix, Span
 
 NodeT = TypeVar("NodeT", bound=cst.CSTNode)
@@ -508,8 +508,14 @@ class Rewriter:
         edits = {}
         for path in fix.paths:
             changes = [change for change in fix.changes if change.path == path]
-            tree = self.tree(path, self._region(path, changes))
             text = self.text(path)
+            if text is not None and all(isinstance(change, ReplaceComment) for change in changes):
+                made = comment_edits(path, text, [change for change in changes if isinstance(change, ReplaceComment)])
+                if made is None:
+                    return None
+                edits[path] = made
+                continue
+            tree = self.tree(path, self._region(path, changes))
             if tree is None or text is None:
                 return None
             try:
@@ -522,3 +528,48 @@ class Rewriter:
             end = start + len(tree.code) - len(header)
             edits[path] = diff_edits(path, text, text[:start] + rewritten[len(header) :] + text[end:])
         return edits
+
+
+def comment_edits(path: str, text: str, changes: Sequence[ReplaceComment]) -> list[Edit] | None:
+    """The edits of changes to comments alone, made on the text as on the tree: a comment runs to the
+    end of its line; a removed one takes the spaces before it, and its line when it has the line to
+    itself. Only the lines around the comments are compared, so a fix costs the same in a file of any
+    size (thousands of module-level `noqa` comments are not each a rewrite of the whole file). None
+    when a change's span holds no comment."""
+    starts = line_starts(text)
+    count = len(starts) - (text.endswith(("\n", "\r")))  # lines
+    numbers = [change.span.line for change in changes]
+    if not changes or min(numbers) < 1 or max(numbers) > count:
+        return None
+    first, last = max(min(numbers) - 1, 1), min(max(numbers) + 1, count)
+    window = text[starts[first - 1] : starts[last] if last < len(starts) else len(text)]
+    window_starts = line_starts(window)
+    lines = source_lines(window)
+    raw = []
+    for change in changes:
+        number, col = change.span.line - first + 1, change.span.col
+        line = lines[number - 1]
+        if line[col - 1 : col] != "#":
+            return None
+        before = line[: col - 1]
+        if change.text:
+            raw.append(Edit(path, Span(number, col, number, len(line) + 1), change.text))
+        elif before.strip(" \t\f"):
+            raw.append(Edit(path, Span(number, len(before.rstrip(" \t\f")) + 1, number, len(line) + 1), ""))
+        elif number < len(window_starts):  # the line and its line break
+            raw.append(Edit(path, Span(number, 1, number + 1, 1), ""))
+        else:  # the last line of the file, with no line break
+            raw.append(Edit(path, Span(number, 1, number, len(line) + 1), ""))
+    try:
+        changed = apply_edits(window, raw)
+    except ValueError:
+        return None
+    shift = first - 1
+    return [
+        Edit(
+            path,
+            Span(edit.span.line + shift, edit.span.col, edit.span.end_line + shift, edit.span.end_col),
+            edit.content,
+        )
+        for edit in diff_edits(path, window, changed)
+    ]

@@ -3,7 +3,7 @@ not in `cachelint.suppress`, which every run imports: only a run with directives
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 
@@ -60,8 +60,9 @@ def unused_suppressions(
     findings = []
     for path in sorted(suppressions_by_path):
         directives = suppressions_by_path[path].directives
-        for directive in directives:
-            if suppresses_cl100(directive, directives):
+        exempt = exempt_from_cl100(directives)
+        for index, directive in enumerate(directives):
+            if index in exempt:
                 continue
             finding = unused_finding(path, directive, used_codes[path, directive], is_enabled)
             if finding is not None:
@@ -69,14 +70,18 @@ def unused_suppressions(
     return findings
 
 
-def suppresses_cl100(directive: Directive, directives: Sequence[Directive]) -> bool:
-    """Whether another directive suppresses a CL100 finding about `directive`."""
-    return any(
-        other != directive
-        and other.covers(UNUSED_SUPPRESSION_CODE)
-        and (other.kind == FILE_IGNORE or other.line == directive.line)
-        for other in directives
-    )
+def exempt_from_cl100(directives: Sequence[Directive]) -> set[int]:
+    """The indices of the directives that another directive suppresses a CL100 finding about: one
+    covering CL100 on the same line, or a file-ignore covering it (counted, not searched for each)."""
+    covering = {index for index, directive in enumerate(directives) if directive.covers(UNUSED_SUPPRESSION_CODE)}
+    whole_file = sum(directives[index].kind == FILE_IGNORE for index in covering)
+    on_line = Counter(directives[index].line for index in covering)
+    exempt = set()
+    for index, directive in enumerate(directives):
+        own = index in covering
+        if whole_file - (own and directive.kind == FILE_IGNORE) > 0 or on_line[directive.line] - own > 0:
+            exempt.add(index)
+    return exempt
 
 
 def unused_finding(

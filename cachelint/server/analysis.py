@@ -21,7 +21,7 @@ from cachelint.finding import Finding
 from cachelint.server.documents import SourceText
 from cachelint.server.projects import Scope
 from cachelint.source import read_file
-from cachelint.vllm_range import SupportedRange
+from cachelint.vllm_range import SupportedRange, marks_project
 
 if TYPE_CHECKING:
     from cachelint.summary import FileSummary
@@ -145,7 +145,8 @@ def run_analysis(snapshot: Snapshot, memory: BufferMemory) -> Outcome:
     scope = snapshot.scope
     overlay = {file.path: file.data for file in snapshot.files}
     unsaved = [file.data for file in snapshot.files if not _saved(file)]
-    cache = BufferCache.for_buffers(scope, unsaved, memory)
+    # A file in no project (a loose folder such as /etc, or one not on disk) gets no cache.
+    cache = BufferCache.for_buffers(scope, unsaved, memory) if marks_project(scope.root) else None
     analysis = analyze(
         [file.path for file in snapshot.files],
         scope.settings,
@@ -155,7 +156,8 @@ def run_analysis(snapshot: Snapshot, memory: BufferMemory) -> Outcome:
         cache=cache,
         workers=1,  # no process pool forked from a process with threads
     )
-    memory.summaries = cache.decoded_now
+    if cache is not None:
+        memory.summaries = cache.decoded_now
     by_path: dict[Path, list[Finding]] = {}
     for finding in analysis.findings:
         by_path.setdefault(Path(os.path.abspath(finding.path)), []).append(finding)

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import sys
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -18,7 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
+from pygls.exceptions import JsonRpcInvalidRequest
 from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol
+from pygls.protocol.language_server import lsp_method
 from pygls.uris import from_fs_path, to_fs_path
 
 from cachelint import __version__
@@ -75,11 +80,36 @@ class Published:
     supported: SupportedRange
 
 
+class Protocol(LanguageServerProtocol):
+    """pygls's protocol, except that a request after `shutdown` gets the InvalidRequest error the LSP
+    asks for (pygls leaves it unanswered, and the client waits)."""
+
+    def handle_message(self, message: Any) -> None:
+        method = getattr(message, "method", None)
+        if self._shutdown and method not in (None, types.EXIT) and getattr(message, "id", None) is not None:
+            error = JsonRpcInvalidRequest(f"{method}: the server was shut down").to_response_error()
+            self._send_response(message.id, error=error)
+            return
+        super().handle_message(message)
+
+    @lsp_method(types.TEXT_DOCUMENT_DID_CHANGE)
+    def lsp_text_document__did_change(self, params: types.DidChangeTextDocumentParams) -> Any:
+        """The server's own handler only: pygls would also apply each change to a copy of the document
+        it keeps (and cachelint never reads), splitting the whole text into lines at every keystroke."""
+        if (handler := self.fm.features.get(types.TEXT_DOCUMENT_DID_CHANGE)) is not None:
+            yield handler, (params,), None
+
+
 class CachelintServer:
     def __init__(self) -> None:
         self.ls = LanguageServer(
-            "cachelint", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental
+            "cachelint",
+            __version__,
+            text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+            protocol_cls=Protocol,
         )
+        self.shut_down = False
+        self.reload_timer: asyncio.TimerHandle | None = None  # a reload waiting for changes to pause
         self.features = ClientFeatures()
         self.debounce = DEFAULT_DEBOUNCE_MS / 1000
         self.documents: dict[str, Document] = {}
@@ -143,6 +173,7 @@ class CachelintServer:
             self.log(f"could not watch project files: {error}", types.MessageType.Warning)
 
     def shutdown(self, params: None) -> None:
+        self.shut_down = True
         self.executor.shutdown(wait=False, cancel_futures=True)
 
     # Documents
@@ -167,7 +198,7 @@ class CachelintServer:
     def did_save(self, params: types.DidSaveTextDocumentParams) -> None:
         path = _path(params.text_document.uri)
         if path is not None and is_project_file(path):
-            self.reload()
+            self.reload_soon()
         elif (document := self.documents.get(params.text_document.uri)) is not None:
             self.changed(document, 0)
 
@@ -188,7 +219,7 @@ class CachelintServer:
     def did_change_watched_files(self, params: types.DidChangeWatchedFilesParams) -> None:
         paths = [path for change in params.changes if (path := _path(change.uri)) is not None]
         if any(is_project_file(path) for path in paths):
-            self.reload()
+            self.reload_soon()
             return
         changed = [path for path in paths if path.suffix in PYTHON_SUFFIXES]
         for scope in self.open_scopes():
@@ -216,8 +247,18 @@ class CachelintServer:
     def open_scopes(self) -> set[Scope]:
         return {scope for document in self.documents.values() if isinstance(scope := self.scope_of(document), Scope)}
 
+    def reload_soon(self) -> None:
+        """A configuration or project file changed: `reload` once the changes pause for the debounce
+        delay, so that a burst of them (a checkout, a tool rewriting pyproject.toml) costs one reload."""
+        if self.reload_timer is not None:
+            self.reload_timer.cancel()
+        self.reload_timer = asyncio.get_running_loop().call_later(self.debounce, self.reload)
+
     def reload(self) -> None:
         """A configuration or project file changed: resolve every document's scope again, re-check all."""
+        if self.reload_timer is not None:
+            self.reload_timer.cancel()
+            self.reload_timer = None
         before = set(self.scopes.values())
         self.scopes.clear()
         fixed = dict(self.config_diagnostics)
@@ -259,13 +300,21 @@ class CachelintServer:
     # Analysis: `prepare` on the event loop, the job on the analysis thread, `deliver` on the event loop
 
     def prepare(self, scope: Scope) -> Callable[[], Analysed] | None:
-        files = self.open_files(scope)
-        if not files:
+        documents = [
+            (document.uri, document.path, document.version, document.source)
+            for document in self.documents.values()
+            if self.scope_of(document) == scope
+        ]
+        if not documents:
             return None
-        snapshot = Snapshot(scope, files)
         features = self.features
         memory = self.memory
-        return lambda: analyse(snapshot, memory, features)
+
+        def job() -> Analysed:  # the texts are encoded here, on the analysis thread, not on the event loop
+            files = tuple(OpenFile(*document, buffer_bytes(document[3].text)) for document in documents)
+            return analyse(Snapshot(scope, files), memory, features)
+
+        return job
 
     def open_files(self, scope: Scope) -> tuple[OpenFile, ...]:
         return tuple(
@@ -302,6 +351,8 @@ class CachelintServer:
         document = self.documents.get(uri)
         if document is None:
             return None
+        if self.reload_timer is not None:  # answer with the settings as they are now
+            self.reload()
         scope = self.scope_of(document)
         if not isinstance(scope, Scope):
             return None
@@ -442,7 +493,13 @@ def _uri(path: Path) -> str:
     return from_fs_path(str(path)) or path.as_uri()
 
 
-def serve() -> None:
-    """Serve one client over stdin and stdout until it says exit."""
+def serve() -> int:
+    """Serve one client over stdin and stdout until it says exit (or stdin ends); the exit status the
+    LSP asks for: 0 after a shutdown request, else 1."""
     logging.basicConfig(level=logging.WARNING, format="cachelint server: %(levelname)s %(name)s: %(message)s")
-    CachelintServer().ls.start_io()
+    server = CachelintServer()
+    # pygls closes the stream it writes to on exit: a copy of stdout, so that stdout is still open
+    # when the program ends and flushes it.
+    with os.fdopen(os.dup(sys.stdout.fileno()), "wb") as messages:
+        server.ls.start_io(sys.stdin.buffer, messages)
+    return 0 if server.shut_down else 1

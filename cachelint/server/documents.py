@@ -66,13 +66,24 @@ class SourceText:
             return "\r\n"
         return "\r" if "\r" in self.text and "\n" not in self.text else "\n"
 
+    @functools.cached_property
+    def line_count(self) -> int:
+        """len(self.lines), from `starts` (which holds the end of a final line break too)."""
+        return len(self.starts) - self.text.endswith(("\n", "\r"))
+
+    def line(self, index: int) -> str:
+        """self.lines[index] (0-based), without splitting the whole text into lines."""
+        start = self.starts[index]
+        end = self.starts[index + 1] if index + 1 < len(self.starts) else len(self.text)
+        return self.text[start:end].rstrip("\r\n")
+
     def position(self, line: int, col: int, encoding: str) -> types.Position:
         """The LSP position of a 1-based line and code-point column."""
         if line < 1:
             return types.Position(0, 0)
-        if line > len(self.lines):
-            return types.Position(len(self.lines), 0)
-        text = self.lines[line - 1]
+        if line > self.line_count:
+            return types.Position(self.line_count, 0)
+        text = self.line(line - 1)
         return types.Position(line - 1, code_units(text[: max(col - 1, 0)], encoding))
 
     def range(self, line: int, col: int, end_line: int, end_col: int, encoding: str) -> types.Range:
@@ -81,8 +92,8 @@ class SourceText:
     def position_at(self, offset: int, encoding: str) -> types.Position:
         """The LSP position of an index in the text."""
         line = bisect.bisect_right(self.starts, offset) - 1
-        if line >= len(self.lines):
-            return types.Position(len(self.lines), 0)
+        if line >= self.line_count:
+            return types.Position(self.line_count, 0)
         return types.Position(line, code_units(self.text[self.starts[line] : offset], encoding))
 
     def offset(self, position: types.Position, encoding: str) -> int:
@@ -90,16 +101,31 @@ class SourceText:
         if position.line >= len(self.starts):
             return len(self.text)
         start = self.starts[position.line]
-        line = self.lines[position.line] if position.line < len(self.lines) else ""
+        line = self.line(position.line) if position.line < self.line_count else ""
         return start + column_from_units(line, position.character, encoding)
 
     def changed(self, change: types.TextDocumentContentChangeEvent, encoding: str) -> SourceText:
-        """The text after one `didChange` content change (a range's replacement, or the whole text)."""
-        if isinstance(change, types.TextDocumentContentChangePartial):
-            start = self.offset(change.range.start, encoding)
-            end = max(start, self.offset(change.range.end, encoding))
-            return SourceText(self.text[:start] + change.text + self.text[end:])
-        return SourceText(change.text)
+        """The text after one `didChange` content change (a range's replacement, or the whole text).
+        The new text's line starts are those of this one, moved, except around the change: a keystroke
+        in a large file costs no walk over all its lines."""
+        if not isinstance(change, types.TextDocumentContentChangePartial):
+            return SourceText(change.text)
+        start = self.offset(change.range.start, encoding)
+        end = max(start, self.offset(change.range.end, encoding))
+        changed = SourceText(self.text[:start] + change.text + self.text[end:])
+        # From the line before the change (a lone CR there may pair with a LF it inserts) to the end of
+        # the line it ends in; the lines after it keep their starts, moved by what the change added.
+        first = max(bisect.bisect_right(self.starts, start) - 2, 0)
+        after = bisect.bisect_right(self.starts, end)
+        low = self.starts[first]
+        high = self.starts[after] if after < len(self.starts) else len(self.text)
+        moved = len(change.text) - (end - start)
+        tail = [at + moved for at in self.starts[after:]]
+        window = [low + at for at in line_starts(changed.text[low : high + moved])]
+        if tail:
+            window = [at for at in window if at < tail[0]]
+        changed.__dict__["starts"] = [*self.starts[:first], *window, *tail]
+        return changed
 
 
 @dataclass

@@ -31,7 +31,7 @@ def resolve_scope(path: Path) -> Scope:
     from cachelint.cli import resolve_settings
     from cachelint.vllm_range import find_project_root
 
-    return Scope(find_project_root(_existing(path)), resolve_settings([path], None, False, {}))
+    return Scope(find_project_root(path), resolve_settings([path], None, False, {}))
 
 
 def broken_config_file(path: Path) -> Path | None:
