@@ -75,6 +75,11 @@ TRIGGER_PATTERNS = (
     (b"update_weights_from_", re.compile(rb"[./\"']update_weights_from_|def update_weights_from_")),
     (b"AsyncLLM", _OTHER_COROUTINES),
     (b"EngineClient", _OTHER_COROUTINES),
+    # vLLM's weight pushes (cachelint.refit_cycle): its weight-transfer methods, its weight-sync clients,
+    # a worker's model runner loading weights.
+    (b"weight_update", re.compile(rb"(?:start|finish|start_draft)_weight_update\(")),
+    (b"WeightSyncClient", re.compile(rb"(?:HTTP|Ray)VLLMWeightSyncClient")),
+    (b"load_weights", re.compile(rb"model_runner")),
 )
 
 

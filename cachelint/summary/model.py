@@ -17,6 +17,11 @@ from cachelint.version_tests import VersionTest
 
 RESET_METHODS = frozenset({"reset_prefix_cache", "reset_mm_cache", "reset_encoder_cache"})
 PAUSE_METHODS = frozenset({"pause_generation", "sleep"})
+# vLLM's methods that load new weights into a running engine (and a worker's `load_weights`): their calls
+# keep an anchor, where a fix inserts the resets after the push (cachelint.refit_cycle).
+WEIGHT_PUSH_NAMES = frozenset(
+    {"update_weights", "start_weight_update", "finish_weight_update", "start_draft_weight_update", "load_weights"}
+)
 # Engine coroutines with no cache effect, recorded (as FunctionSummary.lifecycle) for the await checks.
 LIFECYCLE_METHODS = frozenset({"resume_generation", "wake_up"})
 # SGLang's weight-update and cache methods (and routes), recorded as FunctionSummary.sglang.
@@ -78,7 +83,7 @@ class CallSite:
     span: Span
     awaited: bool
     receiver_class: str = ""  # an EngineClass value when the receiver is a known vLLM object
-    anchor: Anchor | None = None  # where code can be inserted after it (collective_rpc calls only)
+    anchor: Anchor | None = None  # where code can be inserted after it (collective_rpc calls and weight pushes)
 
     def as_row(self) -> list[Any]:
         """The fields in order: summaries hold thousands of calls, and a row decodes faster than a dict."""
