@@ -28,7 +28,7 @@ from cachelint import provenance
 from cachelint.facts import CacheEffects, EngineClass, Facts, Scope
 from cachelint.project import FunctionRef, ProjectIndex
 from cachelint.provenance import Kind
-from cachelint.summary import CallSite, Gate, ResetEvent
+from cachelint.summary import CallSite, FunctionSummary, Gate, ResetEvent
 
 PREFIX = "prefix"
 ENCODER = "encoder"
@@ -197,22 +197,22 @@ def clears(event: ResetEvent, facts: Facts, effects: CacheEffects, release: Vers
 
 # -- what the next generation needs -------------------------------------------------------------------
 
-_PREFIX_SETTING = re.compile(rb"""(no-)?enable[_-]prefix[_-]caching["']?\s*(?:[:=]\s*(True|False|true|false))?""")
+# `enable_prefix_caching=False`, `"enable_prefix_caching": True`, `enable_prefix_caching: false` (a config
+# file), `no_enable_prefix_caching: bool = True` (a config class's default, the opposite way round).
+_PREFIX_SETTING = re.compile(
+    rb"""(no_)?enable_prefix_caching["']?\s*(?::\s*[\w| ]+?\s*=|[:=])\s*(True|False|true|false)\b"""
+)
 
 
 def prefix_caching_setting(files: Iterable[tuple[str, bytes]]) -> bool | None:
-    """Whether the project turns prefix caching on (True) or off (False) where it sets it (a keyword, a
-    dict or config key, a dataclass default, `--no-enable-prefix-caching`); None when it never sets it
-    to a literal, or sets it both ways."""
+    """Whether the project turns prefix caching on (True) or off (False) where it sets it to a literal (a
+    keyword, a dict or config key, a config class's default); None when it never does, or does both ways."""
     found: set[bool] = set()
     for _, raw in files:
         if b"prefix" not in raw:
             continue
         for match in _PREFIX_SETTING.finditer(raw):
-            if match[1]:
-                found.add(False)
-            elif match[2]:
-                found.add(match[2].lower() == b"true")
+            found.add((match[2].lower() == b"true") != bool(match[1]))
     return found.pop() if len(found) == 1 else None
 
 
@@ -287,6 +287,8 @@ def _push(project: ProjectIndex, ref: FunctionRef, call: CallSite, refit_names: 
     if origin and provenance.origin_class_name(origin)[1] in SYNC_CLIENTS and "weight" in name:
         client = provenance.origin_class_name(origin)[1]
         return Push(ref, call, "sync-client", "", None, f"`{call.receiver}` is vLLM's {client}")
+    if found.engine_class is not None and found.engine_class.is_worker_side:
+        return None  # inside a worker: the collective_rpc that runs it is the push
     if name in NATIVE_PUSHES and found.kind is Kind.VLLM:
         return Push(ref, call, "native", call.receiver, found.engine_class, f"receiver: {found.why}")
     if found.kind is Kind.UNKNOWN and name in NATIVE_PUSHES and call.chain:
@@ -346,9 +348,11 @@ def _loads_weights(project: ProjectIndex, target: FunctionRef) -> bool:
 # -- what follows a push ------------------------------------------------------------------------------
 
 
-def cycle(project: ProjectIndex, push: Push) -> Cycle:
+def cycle(project: ProjectIndex, push: Push, refit_names: frozenset[str]) -> Cycle:
     """The resets, pauses and sleeps that run between `push` and the next generation (computed once)."""
-    return project.memoized(f"refit:cycle:{push.ref.key}:{push.call.span}", lambda: _Walk(project).cycle(push))
+    return project.memoized(
+        f"refit:cycle:{push.ref.key}:{push.call.span}", lambda: _Walk(project).cycle(push, refit_names)
+    )
 
 
 def _after(item: ResetEvent | CallSite, line: int, col: int) -> bool:
@@ -362,9 +366,14 @@ class _Walk:
         self.rebuilt = False
         self.visited: set[tuple[str, str]] = set()
 
-    def cycle(self, push: Push) -> Cycle:
+    def cycle(self, push: Push, refit_names: frozenset[str]) -> Cycle:
         span = push.call.span
         self._from(push.ref, span.end_line, span.end_col, span.line, 0)
+        # A weight-update root that reaches the push: what else it reaches runs around the push too (the
+        # order of the functions of a path is not known, and layers linked through Ray or HTTP are not
+        # followed up from the push).
+        for root in project_roots_reaching(self.project, push.ref, refit_names):
+            self._reach(root)
         if not self.steps and not self.rebuilt and not _callers(self.project, push.ref):
             self._siblings(push.ref)
         return Cycle(push, tuple(self.steps.values()), self.rebuilt)
@@ -394,11 +403,13 @@ class _Walk:
             elif (
                 event.span.end_line < start_line
                 and clears_caches(event)
-                and not any(event.span.line <= request.line <= start_line for request in function.requests)
+                and not _generates_between(function, event.span.line, start_line)
             ):
                 self._add(ref, event)  # a clearing pause right before the push
         for call in function.calls:
             if not _after(call, line, col):
+                if call.span.end_line < start_line and not _generates_between(function, call.span.line, start_line):
+                    self._pauses_in(call, ref)
                 continue
             if call.name in REBUILDS:
                 self.rebuilt = True
@@ -409,6 +420,14 @@ class _Walk:
             return
         for caller, call in _callers(self.project, ref):
             self._from(caller, call.span.end_line, call.span.end_col, call.span.line, depth + 1)
+
+    def _pauses_in(self, call: CallSite, ref: FunctionRef) -> None:
+        """The clearing pauses and sleeps a call made right before the push runs."""
+        for target in self.project.resolve(ref.file, ref.function, call):
+            for reached in self.project.reachable(target, max_depth=3):
+                for event in reached.ref.function.resets:
+                    if clears_caches(event):
+                        self._add(reached.ref, event)
 
     def _lifecycle(self, ref: FunctionRef) -> None:
         """The lifecycle methods of the function's class, and the exit of the context manager it enters."""
@@ -430,6 +449,21 @@ class _Walk:
         for other in others:
             if other.key != ref.key and not _callers(self.project, other):
                 self._reach(other)
+
+
+def project_roots_reaching(project: ProjectIndex, ref: FunctionRef, refit_names: frozenset[str]) -> list[FunctionRef]:
+    """The weight-update roots whose paths reach `ref`."""
+    reached = project.memoized(
+        f"refit:root-reach:{','.join(sorted(refit_names))}",
+        lambda: {
+            root.key: {item.ref.key for item in project.reachable(root)} for root in project.refit_roots(refit_names)
+        },
+    )
+    return [root for root in project.refit_roots(refit_names) if ref.key in reached[root.key]]
+
+
+def _generates_between(function: FunctionSummary, first: int, last: int) -> bool:
+    return any(first <= request.line <= last for request in function.requests)
 
 
 def _class_methods(project: ProjectIndex, ref: FunctionRef) -> list[FunctionRef]:

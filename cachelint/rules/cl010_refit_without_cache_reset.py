@@ -22,7 +22,14 @@ from cachelint.refit_cycle import (
     stale_releases,
 )
 from cachelint.rules.base import Context, Rule, RuleInfo, where_run
-from cachelint.rules.events import awaits, describe_releases, engine_reset_help, engine_reset_statement, route_since
+from cachelint.rules.events import (
+    awaits,
+    describe_releases,
+    engine_reset_help,
+    engine_reset_statement,
+    first_release,
+    route_since,
+)
 from cachelint.rules.insertions import insert_after, insertable_after
 from cachelint.summary import FileSummary, ResetEvent
 
@@ -46,9 +53,10 @@ class RefitWithoutCacheReset(Rule):
             return
         effects = load_cache_effects()
         for push in own:
-            found = cycle(context.project, push)
+            found = cycle(context.project, push, context.settings.all_refit_functions)
             needs = _needs(context, file, found)
-            stale = stale_releases(found, needs, context.facts, effects, context.supported.releases)
+            releases = _releases_run(push, found, context)
+            stale = stale_releases(found, needs, context.facts, effects, releases)
             if not stale or (PREFIX not in stale and found.resets_prefix(context.facts)):
                 continue  # a prefix reset that leaves the encoder cache is CL003's
             yield self.finding(
@@ -70,6 +78,20 @@ def _needs(context: Context, file: FileSummary, found: Cycle) -> Needs:
     salted = salts_prefix((path, raw) for path, raw in context.project_bytes() if path in paths)
     multimodal = bool(context.settings.multimodal) and context.multimodal_notes(file) is not None
     return Needs(load_cache_effects(), setting, multimodal, salted)
+
+
+def _releases_run(push: Push, found: Cycle, context: Context) -> list[Version]:
+    """The supported releases on which the push and the calls of its cycle made without a guard exist: an
+    unguarded `pause_generation()` says the code runs only where the engine has it."""
+    firsts = [
+        first_release(context.facts, step.event)
+        for step in found.steps
+        if step.event.via in ("direct", "alias") and not step.event.hasattr_guarded and not step.event.gates
+    ]
+    if push.kind == "native" and push.engine_class is not None:
+        firsts.append(context.facts.first_release(push.call.name, push.engine_class))
+    known = [since for since in firsts if since is not None]
+    return [release for release in context.supported.releases if all(release >= since for since in known)]
 
 
 def _notes(push: Push, needs: Needs) -> tuple[str, ...]:
