@@ -47,6 +47,7 @@ EXITS = {"__enter__": "__exit__", "__aenter__": "__aexit__"}
 # Calls that build the KV cache or the scheduler anew: every cache starts empty after them.
 REBUILDS = frozenset({"initialize_kv_cache", "_initialize_kv_caches", "init_cache_engine", "reinitialize_kv_cache"})
 MAX_CALLER_DEPTH = 3
+RESET_ENTRY_WORDS = ("reset", "clear", "flush", "invalidate")
 
 ENGINE_LEVEL_CLASSES = (EngineClass.ASYNC_LLM, EngineClass.LLM_ENGINE, EngineClass.LLM)
 
@@ -440,14 +441,17 @@ class _Walk:
                 self._reach(method)
 
     def _siblings(self, ref: FunctionRef) -> None:
-        """Resets another entry point of the pushing function's class or module offers."""
+        """Resets another entry point of the pushing function's class or module offers: one named for
+        resetting (`reset_caches`, `clear_kv_cache`), which nothing in the project calls."""
         function = ref.function
         if function.cls:
             others = _class_methods(self.project, ref)
         else:
             others = [FunctionRef(ref.file, other) for other in ref.file.functions if not other.cls]
         for other in others:
-            if other.key != ref.key and not _callers(self.project, other):
+            named = other.function.name.lower()
+            resetting = any(word in named for word in RESET_ENTRY_WORDS)
+            if other.key != ref.key and resetting and not _callers(self.project, other):
                 self._reach(other)
 
 

@@ -124,13 +124,13 @@ def _check_root(root: FunctionRef, context: Context) -> Iterator[StalePrefixRese
         return
     effects = load_cache_effects()
     outlives_from = effects.stale_cache(ENCODER).since
-    # An encoder reset called unguarded says the code runs only where the engine has it.
+    # An encoder reset on the path does what the engine allows: the releases before it has the method
+    # (where no engine-level API can drop encoder outputs) are not reported again.
     runs_from = [
         since
         for _, event, _ in events
         if event.method == ENCODER_RESET
-        and not event.hasattr_guarded
-        and not event.gates
+        and is_engine_level(facts, event)
         and (since := first_release(facts, event)) is not None
     ]
     stale = tuple(

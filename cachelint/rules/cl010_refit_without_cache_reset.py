@@ -28,6 +28,7 @@ from cachelint.rules.events import (
     engine_reset_help,
     engine_reset_statement,
     first_release,
+    is_engine_level,
     route_since,
 )
 from cachelint.rules.insertions import insert_after, insertable_after
@@ -57,6 +58,8 @@ class RefitWithoutCacheReset(Rule):
             needs = _needs(context, file, found)
             releases = _releases_run(push, found, context)
             stale = stale_releases(found, needs, context.facts, effects, releases)
+            if ENCODER in stale and _resets_encoder_where_it_can(found, context):
+                del stale[ENCODER]
             if not stale or (PREFIX not in stale and found.resets_prefix(context.facts)):
                 continue  # a prefix reset that leaves the encoder cache is CL003's
             yield self.finding(
@@ -78,6 +81,14 @@ def _needs(context: Context, file: FileSummary, found: Cycle) -> Needs:
     salted = salts_prefix((path, raw) for path, raw in context.project_bytes() if path in paths)
     multimodal = bool(context.settings.multimodal) and context.multimodal_notes(file) is not None
     return Needs(load_cache_effects(), setting, multimodal, salted)
+
+
+def _resets_encoder_where_it_can(found: Cycle, context: Context) -> bool:
+    """An engine-level encoder reset on the cycle does what the engine allows: on the releases that lack
+    it no engine-level API drops encoder outputs, and those are not reported again."""
+    return any(
+        step.event.method == METHODS[ENCODER] and is_engine_level(context.facts, step.event) for step in found.steps
+    )
 
 
 def _releases_run(push: Push, found: Cycle, context: Context) -> list[Version]:
