@@ -176,7 +176,10 @@ def _help(push: Push, stale: dict[str, list[Version]], context: Context) -> str:
         since = _encoder_reset_since(context)
         tail = f"; no engine-level API drops stale encoder outputs before vLLM {since}: upgrade to reset them"
     if not methods:
-        return tail.lstrip("; ").capitalize() if tail else "Reset the engine's caches after each weight push"
+        if not tail:
+            return "Reset the engine's caches after each weight push"
+        text = tail.removeprefix("; ")
+        return text[0].upper() + text[1:]
     if push.engine and push.kind in ("native", "rpc", "driver-worker"):
         return f"Reset the caches right after the push: {engine_reset_help(_event(push), methods, context)}{tail}"
     routes = []
