@@ -239,8 +239,8 @@ SELECTOR_ERRORS = {
         "`CL001` or a prefix of one; `cachelint rules` lists them)",
     ),
     "per-file-ignores": (
-        '[per-file-ignores]\n"tests/**" = ["CL001", "CL01"]',
-        'unknown rule selector `CL01` in `per-file-ignores "tests/**"`; did you mean `CL001`?',
+        '[per-file-ignores]\n"tests/**" = ["CL001", "CL02"]',
+        'unknown rule selector `CL02` in `per-file-ignores "tests/**"`; did you mean `CL002`?',
     ),
 }
 

@@ -55,8 +55,13 @@ class RefitWithoutCacheReset(Rule):
         effects = load_cache_effects()
         for push in own:
             found = cycle(context.project, push, context.settings.all_refit_functions)
-            needs = _needs(context, file, found)
             releases = _releases_run(push, found, context)
+            # The project's bytes and its multimodal evidence are read only when the most any project could
+            # need is left stale.
+            most = Needs(effects, True, multimodal=True, salted=False)
+            if not stale_releases(found, most, context.facts, effects, releases):
+                continue
+            needs = _needs(context, file, found)
             stale = stale_releases(found, needs, context.facts, effects, releases)
             if ENCODER in stale and _resets_encoder_where_it_can(found, context):
                 del stale[ENCODER]
