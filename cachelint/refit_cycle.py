@@ -200,9 +200,7 @@ def clears(event: ResetEvent, facts: Facts, effects: CacheEffects, release: Vers
 
 # `enable_prefix_caching=False`, `"enable_prefix_caching": True`, `enable_prefix_caching: false` (a config
 # file), `no_enable_prefix_caching: bool = True` (a config class's default, the opposite way round).
-_PREFIX_SETTING = re.compile(
-    rb"""(no_)?enable_prefix_caching["']?\s*(?::\s*[\w| ]+?\s*=|[:=])\s*(True|False|true|false)\b"""
-)
+_PREFIX_SETTING = re.compile(rb"""enable_prefix_caching["']?\s*(?::\s*[\w| ]+?\s*=|[:=])\s*(True|False|true|false)\b""")
 
 
 def prefix_caching_setting(files: Iterable[tuple[str, bytes]]) -> bool | None:
@@ -210,10 +208,11 @@ def prefix_caching_setting(files: Iterable[tuple[str, bytes]]) -> bool | None:
     keyword, a dict or config key, a config class's default); None when it never does, or does both ways."""
     found: set[bool] = set()
     for _, raw in files:
-        if b"prefix" not in raw:
+        if b"enable_prefix_caching" not in raw:
             continue
         for match in _PREFIX_SETTING.finditer(raw):
-            found.add((match[2].lower() == b"true") != bool(match[1]))
+            negated = raw[max(match.start() - 3, 0) : match.start()] == b"no_"
+            found.add((match[1].lower() == b"true") != negated)
     return found.pop() if len(found) == 1 else None
 
 
@@ -279,8 +278,8 @@ def _push(project: ProjectIndex, ref: FunctionRef, call: CallSite, refit_names: 
             return Push(ref, call, "rpc", "", None, f'`collective_rpc("{name}")` loads weights in every worker')
         engine_cls = cls or provenance.likeliest_engine(call.chain, call.awaited or function.is_async)
         return Push(ref, call, "rpc", call.receiver, engine_cls, f'`collective_rpc("{name}")` loads weights')
-    if call.via not in ("direct",):
-        return None
+    if call.via != "direct" or not (name in NATIVE_PUSHES or name in refit_names or "weight" in name):
+        return None  # judged by name first: a receiver's provenance costs more than the rest of the search
     if name == "load_weights":
         return _driver_worker_push(project, ref, call)
     found = provenance.receiver(project, ref.file, function, call)
