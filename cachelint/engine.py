@@ -84,6 +84,11 @@ TRIGGER_PATTERNS = (
     (b"EngineClient", _OTHER_COROUTINES),
     (b"__version__", re.compile(rb"(?:vllm|sglang)\.__version__|from (?:vllm|sglang) import __version__")),
     (b"version(", re.compile(rb"version\(\s*[\"'](?:vllm|sglang)[\"']")),
+    # vLLM's weight pushes (cachelint.refit_cycle): its weight-transfer methods, its weight-sync clients,
+    # a worker's model runner loading weights.
+    (b"weight_update", re.compile(rb"(?:start|finish|start_draft)_weight_update\(")),
+    (b"WeightSyncClient", re.compile(rb"(?:HTTP|Ray)VLLMWeightSyncClient")),
+    (b"load_weights", re.compile(rb"model_runner")),
 )
 
 

@@ -366,3 +366,58 @@ def load_sglang_facts() -> Facts:
 def newest_known_release() -> Version:
     """The newest vLLM release the facts table covers (scripts/vllm_facts.py keeps it current)."""
     return load_facts().releases[-1]
+
+
+@dataclass(frozen=True)
+class StaleCache:
+    """A cache a weight update makes stale, from the release on which it does (`since`)."""
+
+    cache: str  # "prefix" or "encoder"
+    since: Version
+    default_on_since: Version | None  # the first release that turns the cache on by default; None: always on
+
+
+@dataclass(frozen=True)
+class ImplicitClear:
+    """A call that clears caches as a side effect: each cache from the release named."""
+
+    method: str
+    cls: str
+    clears: tuple[tuple[str, Version], ...]
+
+    def clears_on(self, cache: str, release: Version) -> bool:
+        return any(name == cache and release >= since for name, since in self.clears)
+
+
+@dataclass(frozen=True)
+class CacheEffects:
+    """What a weight update makes stale, and what clears it on the way (data/vllm_cache_effects.json)."""
+
+    stale: tuple[StaleCache, ...]
+    implicit_clears: tuple[ImplicitClear, ...]
+
+    def stale_cache(self, cache: str) -> StaleCache:
+        return next(item for item in self.stale if item.cache == cache)
+
+    def implicit_clear(self, method: str, cls: EngineClass | str) -> ImplicitClear | None:
+        name = cls.value if isinstance(cls, EngineClass) else cls
+        return next((item for item in self.implicit_clears if (item.method, item.cls) == (method, name)), None)
+
+
+@functools.cache
+def load_cache_effects() -> CacheEffects:
+    raw = _data("vllm_cache_effects.json")
+    return CacheEffects(
+        tuple(
+            StaleCache(str(item["cache"]), Version(item["since"]), _version_or_none(item.get("default_on_since")))
+            for item in raw["stale_after_weight_update"]
+        ),
+        tuple(
+            ImplicitClear(
+                str(item["method"]),
+                str(item["class"]),
+                tuple((str(cache), Version(since)) for cache, since in item["clears"].items()),
+            )
+            for item in raw["implicit_clears"]
+        ),
+    )

@@ -40,6 +40,7 @@ class Server:
     async def update_weights(self, meta):
         await self.engine.collective_rpc("update_weights_from_ipc", kwargs=meta)
         await self.engine.collective_rpc("reset_encoder_cache")
+        await self.engine.reset_prefix_cache(reset_running_requests=True)
 """
 BUG_CALL = 'await self.engine.collective_rpc("reset_encoder_cache")'
 FIXED_CALL = "await self.engine.reset_encoder_cache()"
@@ -125,7 +126,7 @@ def test_mixed_line_endings_keep_every_untouched_line_as_it_was(tmp_path: Path) 
     endings = ["\n", "\r\n", "\r"]  # "\r" alone too: CPython counts it as a line break
     mixed = "".join(line + endings[number % 3] for number, line in enumerate(BUGGY.splitlines()))
     row = len(re.findall(r"\r\n|\r|\n", mixed[: mixed.index(BUG_CALL)])) + 1
-    assert row == [node.lineno for node in ast.walk(ast.parse(mixed)) if isinstance(node, ast.Await)][-1]
+    assert row == [node.lineno for node in ast.walk(ast.parse(mixed)) if isinstance(node, ast.Await)][-2]
     project(tmp_path, {"pkg/server.py": mixed.encode()})
     result, findings = json_check("pkg", cwd=tmp_path)
     assert result.code == 1

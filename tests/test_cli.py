@@ -147,7 +147,7 @@ def test_unsafe_fixes_count_as_fixable_in_json_statistics(project: Path) -> None
         "--statistics", "--output-format", "json", "--unsafe-fixes", str(DEMO), "--select", "CL003", cwd=project
     )
     assert json.loads(result.stdout) == [
-        {"code": "CL003", "name": "refit-without-mm-reset", "count": 1, "fixable": True, "fixable_count": 1}
+        {"code": "CL003", "name": "refit-without-encoder-reset", "count": 1, "fixable": True, "fixable_count": 1}
     ]
 
 
@@ -425,7 +425,7 @@ def test_diff_and_fix_only_on_stdin(project: Path) -> None:
     diff = check("--diff", "--unsafe-fixes", "--stdin-filename", "server.py", cwd=project, stdin=PREFIX_IN_TRY)
     assert diff.code == 1
     assert diff.stdout.startswith("--- a/server.py\n+++ b/server.py\n")
-    assert "+            await self.engine.reset_mm_cache()" in diff.stdout
+    assert "+            await self.engine.reset_encoder_cache()" in diff.stdout
     assert diff.stderr_lines == ["Would fix 1 problem."]
     only = check("--fix-only", "-", cwd=project, stdin=WORKER)
     assert (only.code, only.stdout, only.stderr) == (0, WORKER, "")

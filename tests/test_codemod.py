@@ -160,7 +160,7 @@ def test_command_diff_writes_nothing_and_safe_is_the_default(tmp_path: Path) -> 
         text=True,
     )
     assert diff.returncode == 0, diff.stderr
-    assert "+            await self.engine.reset_mm_cache()" in diff.stdout
+    assert "+            await self.engine.reset_encoder_cache()" in diff.stdout
     assert _python_files(root) == original
     safe = subprocess.run([*COMMAND, "--hide-progress", "."], cwd=root, capture_output=True, text=True)
     assert safe.returncode == 0, safe.stderr
@@ -215,8 +215,8 @@ def test_the_project_is_analysed_once_per_run(
         assert result.failures == 0
     assert log.read_text().splitlines() == [str(os.getpid())] * 2  # in this process, before the workers
     assert stored == [False, True]  # the second run's findings came from cachelint's cache
-    assert "+            await self.engine.reset_mm_cache()" in capsys.readouterr().out
-    assert "await self.engine.reset_mm_cache()" in (root / "rl_sync" / "one_line_try.py").read_text()
+    assert "+            await self.engine.reset_encoder_cache()" in capsys.readouterr().out
+    assert "await self.engine.reset_encoder_cache()" in (root / "rl_sync" / "one_line_try.py").read_text()
 
 
 def test_command_stops_on_a_bad_configuration(tmp_path: Path) -> None:

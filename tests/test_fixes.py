@@ -60,7 +60,6 @@ def test_inserted_resets_follow_tab_indentation(tmp_path: Path, monkeypatch: pyt
     text = (tmp_path / "server.py").read_text()
     assert (
         "\t\tawait self.engine.reset_prefix_cache()  # after the load\n"
-        "\t\tawait self.engine.reset_mm_cache()\n"
         "\t\tawait self.engine.reset_encoder_cache()\n"
         "\t\treturn True\n"
     ) in text

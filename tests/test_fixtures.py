@@ -56,14 +56,19 @@ def _cl003(name: str) -> list:
 def test_a_reset_reached_by_two_updates_misses_what_either_misses() -> None:
     (finding,) = _cl003("two_updates_reach_one_reset.py")
     assert finding.message.startswith("update_weights (two_updates_reach_one_reset.py:30) -> _after_update")
-    assert "the multimodal and encoder caches keep features" in finding.message
-    assert "reset_mm_cache()" in finding.help and "reset_encoder_cache()" in finding.help
+    assert "resets the prefix cache but not the encoder cache: vision-encoder outputs" in finding.message
+    assert "reset_encoder_cache()" in finding.help and "reset_mm_cache" not in finding.help
 
 
-def test_the_message_names_the_caches_the_update_does_reset() -> None:
-    (finding,) = _cl003("encoder_reset_without_mm_reset.py")
-    assert "resets the prefix and encoder caches but not the multimodal cache, which keeps" in finding.message
-    assert finding.fix is not None and finding.fix.message == "Reset the multimodal cache after the prefix cache"
+def test_an_update_missing_only_the_processor_cache_reset_is_not_reported() -> None:
+    assert _cl003("encoder_reset_without_mm_reset.py") == []
+
+
+def test_on_releases_without_an_encoder_reset_the_finding_says_so_and_has_no_fix() -> None:
+    (finding,) = _cl003("range_010_to_015_no_encoder_api.py")
+    assert "no engine-level API drops them on 0.10.2-0.15.1 (0.16.0 adds `reset_encoder_cache()`)" in finding.message
+    assert finding.fix is not None and finding.fix.applicability.value == "display" and not finding.fix.changes
+    assert "`reset_mm_cache()` does not" in finding.help
 
 
 def test_an_installed_weight_update_is_named_by_its_own_function() -> None:
@@ -80,10 +85,10 @@ def test_a_client_of_unknown_class_gets_the_routes_not_calls_it_may_lack() -> No
     client = findings[23]
     assert client.fix is not None and client.fix.applicability.value == "display" and not client.fix.changes
     assert "`self.vllm_client` is named like a client of a vLLM server, its class is not known here" in client.help
-    assert "no class of the project has `reset_mm_cache()` or `reset_encoder_cache()`" in client.help
-    assert "`/reset_mm_cache` and `/reset_encoder_cache`" in client.help
+    assert "no class of the project has `reset_encoder_cache()`" in client.help
+    assert "`/reset_encoder_cache`" in client.help and "reset_mm_cache" not in client.help
     colocated = findings[25]
-    assert "`self.llm.reset_mm_cache()` and `self.llm.llm_engine.reset_encoder_cache()`" in colocated.help
+    assert "`self.llm.llm_engine.reset_encoder_cache()`" in colocated.help
     (handed,) = _cl003("unknown_client_project_has_resets.py")
     assert handed.fix is not None and handed.fix.applicability.value == "unsafe" and handed.fix.changes
 
@@ -91,6 +96,6 @@ def test_a_client_of_unknown_class_gets_the_routes_not_calls_it_may_lack() -> No
 def test_a_client_that_has_the_other_resets_is_told_to_call_them() -> None:
     (finding,) = _cl003("http_client_method_has_other_resets")
     assert finding.help == (
-        "`ServerClient` also has `reset_mm_cache()` and `reset_encoder_cache()`: call them where "
+        "`ServerClient` also has `reset_encoder_cache()`: call it where "
         "`Trainer.update_weights` calls `reset_prefix_cache()`"
     )

@@ -45,7 +45,6 @@ async def invalidate_kv_cache(engine) -> None:
 FIXED = """\
 async def invalidate_kv_cache(engine) -> None:
     await engine.reset_prefix_cache()
-    await engine.reset_mm_cache()
     await engine.reset_encoder_cache()
 """
 

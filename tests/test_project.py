@@ -25,6 +25,7 @@ class Server:
     async def update_weights(self, engine, meta):
         await engine.collective_rpc("update_weights_from_ipc", kwargs=meta)
         await engine.collective_rpc("reset_encoder_cache")
+        await engine.reset_prefix_cache(reset_running_requests=True)
 """
 
 

@@ -299,12 +299,12 @@ async def test_edit_in_one_file_republishes_another(vscode: RecordingClient, tmp
     assert actions is not None
     by_title = {action.title: action for action in actions if isinstance(action, types.CodeAction)}
     assert sorted(by_title) == [
-        "CL003: Reset the multimodal and encoder caches after the prefix cache (unsafe)",
+        "CL003: Reset the encoder cache after the prefix cache (unsafe)",
         "CL007: Pass `reset_running_requests=True` (unsafe)",
         "Disable CL003 for this line",
         "Disable CL007 for this line",
     ]
-    unsafe = by_title["CL003: Reset the multimodal and encoder caches after the prefix cache (unsafe)"]
+    unsafe = by_title["CL003: Reset the encoder cache after the prefix cache (unsafe)"]
     assert not unsafe.is_preferred
     # trainer.py's diagnostics did not change, so they were not published again (the code action's answer
     # came after whatever the analysis published)
@@ -315,7 +315,7 @@ async def test_edit_in_one_file_republishes_another(vscode: RecordingClient, tmp
     assert change.text_document.uri == rollout.as_uri()
     assert change.text_document.version == 1
     assert apply_text_edits(ROLLOUT, edits_by_uri(unsafe.edit)[rollout.as_uri()], "utf-16") == ROLLOUT + (
-        "        await self.engine.reset_mm_cache()\n        await self.engine.reset_encoder_cache()\n"
+        "        await self.engine.reset_encoder_cache()\n"
     )
 
     mark = vscode.mark()

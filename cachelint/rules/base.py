@@ -32,6 +32,7 @@ class RuleInfo:
     name: str
     summary: str
     fixable: str  # "always", "sometimes" or "never"
+    former_names: tuple[str, ...] = ()  # names the rule had before, still accepted where names are
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,5 @@
-"""Judging reset events against the vLLM facts: which class, which scope, what a pause clears."""
+"""Judging reset events against the vLLM facts: which class, which scope, what a pause clears (the
+judgements of cachelint.refit_cycle, re-exported for the rules), and the resets fixes write."""
 
 from __future__ import annotations
 
@@ -6,11 +7,23 @@ from packaging.version import Version
 
 from cachelint import provenance
 from cachelint.changes import NewStatement
-from cachelint.facts import EngineClass, Facts, Scope, load_facts
+from cachelint.facts import EngineClass, Facts
 from cachelint.provenance import Kind, Receiver
+from cachelint.refit_cycle import (
+    ENGINE_LEVEL_CLASSES,
+    argument,
+    assumed_class,
+    clears_caches,
+    gates_allow,
+    is_engine_level,
+    is_false,
+    is_worker_side,
+    looks_like_engine,
+    route,
+)
 from cachelint.rules import insertions
 from cachelint.rules.base import Context
-from cachelint.summary import FileSummary, FunctionSummary, Gate, ResetEvent
+from cachelint.summary import FileSummary, FunctionSummary, ResetEvent
 
 # What does not happen, per engine method, when its call never runs.
 LOST_EFFECT = {
@@ -31,15 +44,18 @@ LOST_EFFECT = {
     ),
 }
 
-ENGINE_LEVEL_CLASSES = (EngineClass.ASYNC_LLM, EngineClass.LLM_ENGINE, EngineClass.LLM)
-
-
-def assumed_class(event: ResetEvent) -> EngineClass:
-    """The receiver's class, or the likeliest engine class for an unknown receiver
-    (`provenance.likeliest_engine`)."""
-    if event.receiver_class:
-        return EngineClass(event.receiver_class)
-    return provenance.likeliest_engine(event.chain, event.awaited or event.in_async)
+__all__ = [
+    "ENGINE_LEVEL_CLASSES",
+    "argument",
+    "assumed_class",
+    "clears_caches",
+    "gates_allow",
+    "is_engine_level",
+    "is_false",
+    "is_worker_side",
+    "looks_like_engine",
+    "route",
+]
 
 
 def first_release(facts: Facts, event: ResetEvent, method: str | None = None) -> Version | None:
@@ -50,69 +66,6 @@ def first_release(facts: Facts, event: ResetEvent, method: str | None = None) ->
     releases = [facts.first_release(name, cls) for cls in ENGINE_LEVEL_CLASSES]
     known = [release for release in releases if release is not None]
     return min(known) if known else None
-
-
-def is_worker_side(event: ResetEvent) -> bool:
-    if event.via == "rpc":
-        return True
-    return bool(event.receiver_class) and EngineClass(event.receiver_class).is_worker_side
-
-
-def is_engine_level(facts: Facts, event: ResetEvent) -> bool:
-    """A reset that clears the scheduler's and the workers' records (or an HTTP route that does)."""
-    if event.via in ("http", "dispatch"):
-        return True
-    if event.via not in ("direct", "alias") or is_worker_side(event):
-        return False
-    if not event.receiver_class:
-        return True
-    fact = facts.get(event.method, event.receiver_class)
-    return fact is None or fact.scope is Scope.ENGINE
-
-
-def looks_like_engine(event: ResetEvent) -> bool:
-    """A receiver known to be a vLLM engine, or named like one (`self.engine`, `llm`, `engine_client`).
-
-    `sleep` is too common a name to trust otherwise: `asyncio.sleep`, `time.sleep`, a replica's own
-    `sleep()` are not engine sleeps."""
-    if event.receiver_class:
-        return EngineClass(event.receiver_class) in ENGINE_LEVEL_CLASSES
-    return bool(event.chain) and provenance.named_like_engine(event.chain[-1])
-
-
-_FALSE_TEXTS = frozenset({"false", "0", "0.0", "off", "no", "n", "f"})  # as FastAPI reads a bool
-
-
-def argument(event: ResetEvent, name: str) -> str | None:
-    """The source text of the argument `name` the call passes, or None. An HTTP request to a vLLM route
-    that reads `name` from the query string only (`/pause`, `/sleep`: the facts' `query_params`) passes
-    nothing through a JSON body: vLLM's server ignores it there."""
-    value = event.keywords.get(name)
-    if value is None or event.via != "http" or event.sent_in.get(name) != "body":
-        return value
-    fact = load_facts().route(route(event.method))
-    return None if fact is not None and fact.param_source(name) == "query" else value
-
-
-def is_false(text: str) -> bool:
-    """Whether an argument's source text is a false literal (`False`, `"false"`, `0`, ...)."""
-    return text.strip("\"'").lower() in _FALSE_TEXTS
-
-
-def clears_caches(event: ResetEvent) -> bool:
-    """An engine pause or sleep that clears the caches as a side effect (an HTTP request's arguments read
-    where vLLM's route reads them)."""
-    if event.method not in ("pause_generation", "sleep") or is_worker_side(event):
-        return False
-    if event.method == "sleep" and event.via != "http" and not looks_like_engine(event):
-        return False
-    if event.via not in ("direct", "alias", "http"):
-        return False
-    if event.method == "pause_generation":
-        clear_cache = argument(event, "clear_cache")
-        return clear_cache is None or not is_false(clear_cache)
-    level = argument(event, "level") or (event.positional[0] if event.positional and event.via != "http" else "1")
-    return not is_false(level)
 
 
 def style_call(event: ResetEvent, method: str) -> str:
@@ -178,26 +131,6 @@ def engine_reset_help(event: ResetEvent, methods: list[str], context: Context) -
     return text
 
 
-_COMPARE = {
-    ">=": lambda release, threshold: release >= threshold,
-    ">": lambda release, threshold: release > threshold,
-    "<=": lambda release, threshold: release <= threshold,
-    "<": lambda release, threshold: release < threshold,
-    "==": lambda release, threshold: release == threshold,
-    "!=": lambda release, threshold: release != threshold,
-}
-
-
-def gates_allow(gates: list[Gate], release: Version) -> bool:
-    """Whether every version gate around a call lets it run on `release` (a string comparison is read
-    as the version comparison it meant)."""
-    for gate in gates:
-        compare = _COMPARE.get(gate.operator)
-        if compare is not None and not compare(release, Version(gate.threshold)):
-            return False
-    return True
-
-
 def describe_releases(releases: list[Version]) -> str:
     """`0.32.0-0.33.0`, or the one release."""
     if not releases:
@@ -229,11 +162,6 @@ def vllm_note(
     if not evidence:
         return None
     return f"receiver: `{event.receiver or 'self'}` is not known to be vLLM's, but {evidence}"
-
-
-def route(method: str) -> str:
-    """vLLM's API server route for an engine method."""
-    return "/pause" if method == "pause_generation" else f"/{method}"
 
 
 def route_since(facts: Facts, method: str) -> Version | None:

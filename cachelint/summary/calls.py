@@ -15,6 +15,7 @@ from cachelint.summary.model import (
     PAUSE_METHODS,
     RESET_METHODS,
     SGLANG_METHODS,
+    WEIGHT_PUSH_NAMES,
     CallSite,
     FileSummary,
     ResetEvent,
@@ -261,7 +262,7 @@ class Calls(Compat):
             chain = self.chain(receiver) if receiver is not None else []
             receiver_text = self.receiver_text(receiver) if receiver is not None else ""
         call_site = CallSite(name, receiver_text, chain, via, self.source.span(node), id(node) in self.awaited)
-        if via == "rpc":
+        if via == "rpc" or name in WEIGHT_PUSH_NAMES:
             call_site.anchor = self.anchor(self.statements[-1] if self.statements else self.header())
         self.frame.function.calls.append(call_site)
         if chain:

@@ -29,6 +29,11 @@ WEIGHT_TRANSFER_METHODS = frozenset(
     }
 )
 LIFECYCLE_METHODS = frozenset({"resume_generation", "wake_up"}) | WEIGHT_TRANSFER_METHODS
+# vLLM's methods that load new weights into a running engine (and a worker's `load_weights`): their calls
+# keep an anchor, where a fix inserts the resets after the push (cachelint.refit_cycle).
+WEIGHT_PUSH_NAMES = frozenset(
+    {"update_weights", "start_weight_update", "finish_weight_update", "start_draft_weight_update", "load_weights"}
+)
 # SGLang's weight-update and cache methods (and routes), recorded as FunctionSummary.sglang.
 SGLANG_UPDATES = frozenset(
     {
@@ -106,7 +111,7 @@ class CallSite:
     span: Span
     awaited: bool
     receiver_class: str = ""  # an EngineClass value when the receiver is a known vLLM object
-    anchor: Anchor | None = None  # where code can be inserted after it (collective_rpc calls only)
+    anchor: Anchor | None = None  # where code can be inserted after it (collective_rpc calls and weight pushes)
 
     def as_row(self) -> list[Any]:
         """The fields in order: summaries hold thousands of calls, and a row decodes faster than a dict."""

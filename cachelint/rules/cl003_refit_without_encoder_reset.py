@@ -1,4 +1,4 @@
-"""CL003 refit-without-mm-reset: a weight update that resets the prefix cache but not the mm/encoder caches."""
+"""CL003 refit-without-encoder-reset: a weight update that resets the prefix cache but not the encoder cache."""
 
 from __future__ import annotations
 
@@ -8,16 +8,18 @@ from dataclasses import dataclass, replace
 from packaging.version import Version
 
 from cachelint import provenance
-from cachelint.facts import EngineClass
+from cachelint.facts import EngineClass, load_cache_effects
 from cachelint.finding import Applicability, ChainStep, Finding, Fix
 from cachelint.project import FunctionRef, Reached
 from cachelint.provenance import Kind
+from cachelint.refit_cycle import ENCODER, clears
 from cachelint.rules.base import Context, Rule, RuleInfo, multimodal_only
 from cachelint.rules.events import (
     awaits,
-    clears_caches,
+    describe_releases,
     engine_reset_help,
     engine_reset_statement,
+    first_release,
     is_engine_level,
     receiver_of,
     route,
@@ -29,27 +31,24 @@ from cachelint.rules.events import (
 from cachelint.rules.insertions import insert_after, insertable_after
 from cachelint.summary import FileSummary, ResetEvent
 
-MM_RESET_SINCE = Version("0.9.0")
-ENCODER_RESET_SINCE = Version("0.16.0")
-
 
 @dataclass(frozen=True)
 class StalePrefixReset:
-    """A prefix reset on a refit path that never resets the multimodal or encoder caches."""
+    """A prefix reset on a refit path that leaves the encoder cache stale on some supported release."""
 
     reached: Reached
     event: ResetEvent
-    missing: tuple[str, ...]
+    stale: tuple[Version, ...]  # the supported releases on which encoder outputs of the old weights survive
     note: str  # why the reset is taken for vLLM's
-    also_reset: tuple[str, ...] = ()  # the other caches the path resets at engine level
 
 
-class RefitWithoutMmReset(Rule):
+class RefitWithoutEncoderReset(Rule):
     info = RuleInfo(
         code="CL003",
-        name="refit-without-mm-reset",
-        summary="A weight update that resets the prefix cache but leaves the multimodal and encoder caches stale.",
+        name="refit-without-encoder-reset",
+        summary="A weight update that resets the prefix cache but leaves encoder outputs of the old weights cached.",
         fixable="sometimes",
+        former_names=("refit-without-mm-reset",),
     )
 
     def check(self, file: FileSummary, context: Context) -> Iterator[Finding]:
@@ -64,7 +63,7 @@ class RefitWithoutMmReset(Rule):
             yield self.finding(
                 file,
                 stale.event.span,
-                _message(stale),
+                _message(stale, context),
                 _help(stale, context),
                 fix=_fix(file, stale, context),
                 function=stale.reached.ref.function.qualname,
@@ -79,18 +78,17 @@ def stale_prefix_resets(context: Context) -> list[StalePrefixReset]:
 
 
 def _find(context: Context) -> Iterator[StalePrefixReset]:
-    """Each flagged prefix reset once: missing the caches that any path reaching it misses, with the chain
-    of a path that misses the most of them (the shortest such chain)."""
+    """Each flagged prefix reset once: stale on the releases any path reaching it leaves stale, with the
+    chain of a path that leaves the most of them (the shortest such chain)."""
     found: dict[tuple[str, int, int], list[StalePrefixReset]] = {}
     for root in context.project.refit_roots(context.settings.all_refit_functions):
         for stale in _check_root(root, context):
             key = (stale.reached.ref.file.path, stale.event.span.line, stale.event.span.col)
             found.setdefault(key, []).append(stale)
     for paths in found.values():
-        missing = tuple(cache for cache in METHODS if any(cache in stale.missing for stale in paths))
-        shown = min(paths, key=lambda stale: (-len(stale.missing), len(stale.reached.path)))
-        also_reset = tuple(cache for cache in shown.also_reset if cache not in missing)
-        yield replace(shown, missing=missing, also_reset=also_reset)
+        releases = tuple(sorted({release for path in paths for release in path.stale}))
+        shown = min(paths, key=lambda path: (-len(path.stale), len(path.reached.path)))
+        yield replace(shown, stale=releases)
 
 
 def _check_root(root: FunctionRef, context: Context) -> Iterator[StalePrefixReset]:
@@ -124,32 +122,28 @@ def _check_root(root: FunctionRef, context: Context) -> Iterator[StalePrefixRese
     ]
     if not prefix:
         return
-    pauses = [event for _, event, _ in events if clears_caches(event)]
-    clears_from = context.facts.first_release("pause_generation", EngineClass.ASYNC_LLM)
-    assert clears_from is not None
-
-    def cleared_implicitly(release: Version) -> bool:
-        """A pause or engine sleep on the path clears every cache from 0.12.0 on (per the facts); a
-        path that calls pause_generation cannot run on earlier releases, which lack it."""
-        if not pauses:
-            return False
-        return release >= clears_from or any(event.method == "pause_generation" for event in pauses)
-
-    missing = []
-    also_reset = []
-    for cache, method, since in (
-        ("multimodal", "reset_mm_cache", MM_RESET_SINCE),
-        ("encoder", "reset_encoder_cache", ENCODER_RESET_SINCE),
-    ):
-        if _resets(events, method, context):
-            also_reset.append(cache)
-            continue
-        if any(release >= since and not cleared_implicitly(release) for release in context.supported.releases):
-            missing.append(cache)
-    if not missing:
+    effects = load_cache_effects()
+    outlives_from = effects.stale_cache(ENCODER).since
+    # An encoder reset on the path does what the engine allows: the releases before it has the method
+    # (where no engine-level API can drop encoder outputs) are not reported again.
+    runs_from = [
+        since
+        for _, event, _ in events
+        if event.method == ENCODER_RESET
+        and is_engine_level(facts, event)
+        and (since := first_release(facts, event)) is not None
+    ]
+    stale = tuple(
+        release
+        for release in context.supported.releases
+        if release >= outlives_from
+        and not any(release < since for since in runs_from)
+        and not any(ENCODER in clears(event, facts, effects, release) for _, event, _ in events)
+    )
+    if not stale:
         return
     for reached, event, note in prefix:
-        yield StalePrefixReset(reached, event, tuple(missing), note, tuple(also_reset))
+        yield StalePrefixReset(reached, event, stale, note)
 
 
 CLIENT_NOTE = "receiver: an HTTP client of vLLM's server"
@@ -168,23 +162,29 @@ def _client_note(context: Context, reached: Reached, event: ResetEvent, clients:
     return f"{CLIENT_NOTE}: {found.why}, whose `{event.method}` posts to `{route(event.method)}`"
 
 
-def _resets(events: list[tuple[Reached, ResetEvent, str]], method: str, context: Context) -> bool:
-    return any(event.method == method and is_engine_level(context.facts, event) for _, event, _ in events)
-
-
-def _message(stale: StalePrefixReset) -> str:
-    caches = " and ".join(stale.missing)
-    if stale.also_reset:
-        reset = " and ".join(("prefix", *stale.also_reset))
-        return (
-            f"{stale.reached.describe_path()} resets the {reset} caches but not the {caches} cache, which keeps "
-            "features computed with the old weights after every weight update"
-        )
-    plural = "caches keep" if len(stale.missing) > 1 else "cache keeps"
-    return (
-        f"{stale.reached.describe_path()} resets the prefix cache only: the {caches} {plural} features "
-        "computed with the old weights after every weight update"
+def _message(stale: StalePrefixReset, context: Context) -> str:
+    releases = list(stale.stale)
+    text = (
+        f"{stale.reached.describe_path()} resets the prefix cache but not the encoder cache: vision-encoder "
+        f"outputs computed with the old weights are reused for repeated images on {describe_releases(releases)} "
+        f"({context.supported.share(releases)})"
     )
+    since = encoder_reset_since(context)
+    before = [release for release in releases if since is not None and release < since]
+    if before:
+        text += f"; no engine-level API drops them on {describe_releases(before)} ({since} adds `{ENCODER_RESET}()`)"
+    return text
+
+
+def encoder_reset_since(context: Context) -> Version | None:
+    """The first release with an engine-level encoder reset."""
+    return context.facts.first_release(ENCODER_RESET, EngineClass.ASYNC_LLM)
+
+
+def _fixable(stale: StalePrefixReset, context: Context) -> bool:
+    """Whether some release on which the encoder cache stays stale has the engine-level reset."""
+    since = encoder_reset_since(context)
+    return since is not None and stale.stale[-1] >= since
 
 
 def _chain(reached: Reached) -> tuple[ChainStep, ...]:
@@ -200,11 +200,18 @@ def _chain(reached: Reached) -> tuple[ChainStep, ...]:
     return tuple(steps)
 
 
-METHODS = {"multimodal": "reset_mm_cache", "encoder": "reset_encoder_cache"}
+ENCODER_RESET = "reset_encoder_cache"
 
 
 def _help(stale: StalePrefixReset, context: Context) -> str:
-    methods = [METHODS[cache] for cache in stale.missing]
+    if not _fixable(stale, context):
+        since = encoder_reset_since(context)
+        return (
+            f"No engine-level API drops encoder outputs on {describe_releases(list(stale.stale))}: vLLM {since} adds "
+            "`reset_encoder_cache()` (call it right after the prefix reset there); until then only eviction or a new "
+            "engine drops them. `reset_mm_cache()` does not: the processor cache it clears holds no model output"
+        )
+    methods = [ENCODER_RESET]
     event = stale.event
     if event.via == "http":
         return _http_help(stale, methods, context)
@@ -213,9 +220,9 @@ def _help(stale: StalePrefixReset, context: Context) -> str:
     if _unknown_client(stale, context):
         return _unknown_client_help(stale, methods, context)
     if event.via in ("direct", "alias"):
-        return f"Reset them at engine level right after the prefix reset: {engine_reset_help(event, methods, context)}"
+        return f"Reset it at engine level right after the prefix reset: {engine_reset_help(event, methods, context)}"
     calls = " and ".join(f"`{style_call(event, method)}`" for method in methods)
-    return f"Reset them at engine level right after the prefix reset: {calls}"
+    return f"Reset it at engine level right after the prefix reset: {calls}"
 
 
 def _http_help(stale: StalePrefixReset, methods: list[str], context: Context) -> str:
@@ -225,13 +232,13 @@ def _http_help(stale: StalePrefixReset, methods: list[str], context: Context) ->
     names = " and ".join(f"`{method}()`" for method in methods)
     if cls and len(stale.reached.path) > 1 and all(provenance.defines(context.project, cls, m) for m in methods):
         caller = stale.reached.path[-2].function.qualname
-        return f"`{cls}` also has {names}: call them where `{caller}` calls `{stale.reached.ref.function.name}()`"
+        return f"`{cls}` also has {names}: call it where `{caller}` calls `{stale.reached.ref.function.name}()`"
     text = (
-        f"Post to {_routes(methods, context)} right after `/reset_prefix_cache` (vLLM's API server has them in "
-        "development mode, like it; a server of the project's own needs them added)"
+        f"Post to {_routes(methods, context)} right after `/reset_prefix_cache` (vLLM's API server has it in "
+        "development mode, like the prefix reset; a server of the project's own needs it added)"
     )
     if cls:
-        text += f": add {names} to `{cls}` posting to them, and call them after the prefix reset"
+        text += f": add {names} to `{cls}` posting to it, and call it after the prefix reset"
     return text
 
 
@@ -244,12 +251,12 @@ def _client_help(stale: StalePrefixReset, methods: list[str], context: Context) 
     lacking = [method for method in methods if not provenance.defines(context.project, cls, method)]
     if not lacking:
         calls = " and ".join(f"`{style_call(event, method)}`" for method in methods)
-        return f"Reset them through the client right after the prefix reset: {calls}"
+        return f"Reset it through the client right after the prefix reset: {calls}"
     routes = " and ".join(f"`{route(method)}`" for method in lacking)
     names = " and ".join(f"`{method}()`" for method in lacking)
     return (
-        f"`{cls}` has no {names}: add them, posting to {routes} (vLLM's API server has them in development "
-        "mode, like `/reset_prefix_cache`; a server of the project's own needs them added), and call them "
+        f"`{cls}` has no {names}: add it, posting to {routes} (vLLM's API server has it in development "
+        "mode, like `/reset_prefix_cache`; a server of the project's own needs it added), and call it "
         f"right after `{event.receiver}.reset_prefix_cache()`"
     )
 
@@ -260,7 +267,7 @@ def _unknown_client(stale: StalePrefixReset, context: Context) -> bool:
     event = stale.event
     if event.via not in ("direct", "alias") or event.receiver_class or not event.chain:
         return False
-    methods = [METHODS[cache] for cache in stale.missing]
+    methods = [ENCODER_RESET]
     return provenance.named_like_client(event.chain[-1]) and bool(
         provenance.defined_by_no_class(context.project, methods)
     )
@@ -272,8 +279,8 @@ def _unknown_client_help(stale: StalePrefixReset, methods: list[str], context: C
     lacking = " or ".join(f"`{method}()`" for method in provenance.defined_by_no_class(context.project, methods))
     return (
         f"`{event.receiver}` is named like a client of a vLLM server, its class is not known here, and no class "
-        f"of the project has {lacking}: right after `{event.receiver}.reset_prefix_cache()`, reset them through "
-        f"the routes of its server ({_routes(methods, context)}), adding client methods that post to them"
+        f"of the project has {lacking}: right after `{event.receiver}.reset_prefix_cache()`, reset it through "
+        f"the route of its server ({_routes(methods, context)}), adding a client method that posts to it"
     )
 
 
@@ -290,7 +297,7 @@ def _routes(methods: list[str], context: Context) -> str:
 def _fix(file: FileSummary, stale: StalePrefixReset, context: Context) -> Fix:
     event = stale.event
     help_text = _help(stale, context)
-    if stale.note.startswith(CLIENT_NOTE) or _unknown_client(stale, context):
+    if not _fixable(stale, context) or stale.note.startswith(CLIENT_NOTE) or _unknown_client(stale, context):
         return Fix(help_text, Applicability.DISPLAY)
     if event.via not in ("direct", "alias") or not insertable_after(event.anchor):
         return Fix(help_text, Applicability.DISPLAY)
@@ -298,8 +305,5 @@ def _fix(file: FileSummary, stale: StalePrefixReset, context: Context) -> Fix:
         return Fix(f"{help_text}, once the stored coroutine has been awaited", Applicability.DISPLAY)
     if not runs_like(event):
         return Fix(f"{help_text}, each run the way the prefix reset's result is", Applicability.DISPLAY)
-    statements = [engine_reset_statement(event, METHODS[cache], context) for cache in stale.missing]
-    change = insert_after(file.path, event.anchor, statements)
-    caches = " and ".join(stale.missing)
-    noun = "caches" if len(stale.missing) > 1 else "cache"
-    return Fix(f"Reset the {caches} {noun} after the prefix cache", Applicability.UNSAFE, changes=(change,))
+    change = insert_after(file.path, event.anchor, [engine_reset_statement(event, ENCODER_RESET, context)])
+    return Fix("Reset the encoder cache after the prefix cache", Applicability.UNSAFE, changes=(change,))
