@@ -557,7 +557,7 @@ def list_rules() -> None:
 def server() -> None:
     """Run the language server over stdio, for editors.
 
-    It needs the server extra: pip install 'cachelint[server]'."""
+    It needs the server extra: pip install 'cachelint-rl[server]'."""
     from cachelint.server import INSTALL_HINT, missing_dependency
 
     missing = missing_dependency()

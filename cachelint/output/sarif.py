@@ -10,13 +10,12 @@ from pathlib import Path
 from typing import Any, TextIO
 from urllib.parse import quote
 
-from cachelint.docs import HOME_URL, RulePage, all_pages, help_uri
+from cachelint.docs import RulePage, all_pages
 from cachelint.finding import INTERNAL_ERROR, INVALID_SYNTAX, IO_ERROR, Edit, Finding, Fix, Span
 from cachelint.output.context import ReportContext
 from cachelint.output.locations import repo_relative, report_path
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
-INFORMATION_URI = HOME_URL
 SRCROOT = "%SRCROOT%"
 FINGERPRINT_KEY = "cachelint/v1"
 # Code-scanning tags (filters in GitHub's alert list): what kind of problem each code reports.
@@ -62,7 +61,6 @@ def sarif_log(findings: Sequence[Finding], context: ReportContext) -> dict[str, 
             "driver": {
                 "name": "cachelint",
                 "version": context.tool_version,
-                "informationUri": INFORMATION_URI,
                 "rules": descriptors,
             }
         },
@@ -100,7 +98,6 @@ def rule_descriptor(page: RulePage) -> dict[str, Any]:
         "shortDescription": {"text": page.summary},
         "fullDescription": {"text": page.sections.get("Why is this bad?", page.summary)},
         "help": {"text": page.text, "markdown": page.text},
-        "helpUri": help_uri(page.code),
         "defaultConfiguration": {"level": "error"},
         "properties": {"tags": _tags(page.code)},
     }
