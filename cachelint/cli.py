@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from cachelint import __version__
-from cachelint.config import OUTPUT_FORMATS, ConfigError, Settings, SettingsFinder, validate_selectors
+from cachelint.config import OUTPUT_FORMATS, ConfigError, Settings, SettingsFinder, checked_option
 from cachelint.finding import Finding
 from cachelint.output.printable import printable
 
@@ -117,9 +117,12 @@ def _codes(value: str | None, option: str) -> tuple[str, ...] | None:
     if value is None:
         return None
     selectors = [code for code in value.split(",") if code.strip()]
-    if not selectors:  # e.g. `--select "$RULES"` with RULES unset: never a run that checks nothing
-        raise ConfigError(f"{option}: no rule selector given")
-    return validate_selectors(selectors, option)
+    # `--select "$RULES"` with RULES unset is a mistake (an empty list in a file or `Settings` is not:
+    # `select = []` with `extend-select` is how ruff users pick rules).
+    if not selectors:
+        raise ConfigError(f"{option} holds no rule selector")
+    checked: tuple[str, ...] = checked_option(option.removeprefix("--"), selectors, option)
+    return checked
 
 
 def settings_finder(config: Path | None, isolated: bool, overrides: dict[str, Any]) -> SettingsFinder:
@@ -127,15 +130,13 @@ def settings_finder(config: Path | None, isolated: bool, overrides: dict[str, An
     if config is not None and isolated:
         raise ConfigError("--config and --isolated cannot be used together")
     changes = {key: value for key, value in overrides.items() if value is not None}
-    from cachelint.vllm_range import SGLANG, VLLM, from_specifier
-
-    for dist in (VLLM, SGLANG):
-        if dist.name in changes:
-            try:
-                from_specifier(changes[dist.name], f"--{dist.name}", dist)
-            except ValueError as error:
-                raise ConfigError(f"--{dist.name}: {error}") from error
-            changes[f"{dist.name}_origin"] = f"--{dist.name}"
+    for name in ("vllm", "sglang", "output_format"):
+        if name in changes:
+            flag = "--" + name.replace("_", "-")
+            changes[name] = checked_option(flag.removeprefix("--"), changes[name], flag)
+    for name in ("vllm", "sglang"):
+        if name in changes:
+            changes[f"{name}_origin"] = f"--{name}"
     return SettingsFinder(config, isolated, changes)
 
 
@@ -194,9 +195,17 @@ def main() -> None:
         sys.stdout.reconfigure(errors="backslashreplace")
 
 
+class FormatName(click.Choice):  # type: ignore[type-arg]
+    """The formats, for --help and shell completion; a bad name is reported as the settings check words
+    it (the same message as from a config file or the API), not by click."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        return value
+
+
 @main.command()
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
-@click.option("--output-format", type=click.Choice(OUTPUT_FORMATS), help="How to print findings.")
+@click.option("--output-format", type=FormatName(OUTPUT_FORMATS), help="How to print findings.")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
 @click.option("--vllm", help='The supported vLLM releases, e.g. ">=0.18" (overrides the project pins).')
 @click.option("--sglang", help='The supported SGLang releases, e.g. ">=0.5" (overrides the project pins).')

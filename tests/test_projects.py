@@ -296,7 +296,7 @@ def test_an_empty_range_from_the_flag_is_an_error(tmp_path: Path) -> None:
     result = check("--vllm", "<0.5", cwd=project)
     assert (result.code, result.stdout) == (2, "")
     assert result.stderr_lines == [
-        f"cachelint: error: --vllm: '<0.5' matches no vLLM release cachelint knows (0.6.0\N{EN DASH}"
+        f"cachelint: error: --vllm = '<0.5' matches no vLLM release cachelint knows (0.6.0\N{EN DASH}"
         f"{newest_known_release()})"
     ]
 
