@@ -38,7 +38,7 @@ DEFAULT_REFIT_FUNCTIONS = (
     "update_weights_from_path",
 )
 
-OUTPUT_FORMATS = ("full", "concise", "json", "json-lines", "sarif", "github")
+OUTPUT_FORMATS = ("full", "concise", "json", "json-lines", "sarif", "github", "gitlab", "junit")
 
 # Looked for in each folder in this order (ruff's: the dedicated files win over pyproject.toml).
 CONFIG_FILE_NAMES = (".cachelint.toml", "cachelint.toml", "pyproject.toml")

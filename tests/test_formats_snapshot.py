@@ -44,6 +44,8 @@ FORMATS = {
     "demo.jsonl": ["--output-format", "json-lines"],
     "demo.sarif": ["--output-format", "sarif"],
     "demo.github.txt": ["--output-format", "github"],
+    "demo.gitlab.json": ["--output-format", "gitlab"],
+    "demo.junit.xml": ["--output-format", "junit"],
 }
 
 # Where the demo's bugs are (fixtures/demo/expected_findings.txt says the same).

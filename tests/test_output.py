@@ -359,7 +359,7 @@ def test_machine_formats_are_stable_and_uncoloured(tmp_path: Path) -> None:
 def test_unknown_format(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="unknown output format"):
         render([], "xml", io.StringIO(), context(tmp_path))
-    assert FORMATS == ("full", "concise", "json", "json-lines", "sarif", "github")
+    assert FORMATS == ("full", "concise", "json", "json-lines", "sarif", "github", "gitlab", "junit")
 
 
 # sarif
