@@ -268,7 +268,7 @@ def check(
     gc.disable()  # this process ends after one analysis, which makes no garbage cycles worth collecting
     from cachelint import parallel
     from cachelint.engine import analyze
-    from cachelint.output import STATISTICS_FORMATS, ReportContext, preload, render
+    from cachelint.output import HUMAN_FORMATS, STATISTICS_FORMATS, ReportContext, preload, render
 
     stdin = read_stdin(paths, stdin_filename)
     targets = [stdin[0]] if stdin else list(paths) or [Path()]
@@ -338,6 +338,8 @@ def check(
             if not quiet:
                 click.echo(f"Fixed {fixed} {'problem' if fixed == 1 else 'problems'}.")
             sys.exit(EXIT_FINDINGS if (exit_non_zero_on_fix and fixed) or write_errors else EXIT_CLEAN)
+        if not quiet and settings.output_format not in HUMAN_FORMATS:  # the report on stdout stays machine-readable
+            click.echo(f"Fixed {fixed} {'problem' if fixed == 1 else 'problems'}.", err=True)
     else:
         from cachelint.progress import progress_bar
 
@@ -547,18 +549,34 @@ def clean(path: Path | None, config: Path | None, isolated: bool) -> None:
 @handles_errors
 def list_rules() -> None:
     """List every rule with its name, fixability and summary."""
+    from cachelint.rules import ALL_RULES
+
+    header = ("Code", "Name", "Fix", "Summary")
+    rows = [(item.info.code, item.info.name, item.info.fix_column, item.info.summary) for item in ALL_RULES]
+    width = _columns()
+    if width is None and not sys.stdout.isatty():  # piped, no COLUMNS: one line per rule, never wrapped
+        widths = [max(len(row[index]) for row in (header, *rows)) for index in range(len(header) - 1)]
+        for row in (header, *rows):
+            click.echo("  ".join([*(cell.ljust(size) for cell, size in zip(row[:-1], widths, strict=True)), row[-1]]))
+        return
     from rich.console import Console
     from rich.table import Table
 
-    from cachelint.rules import ALL_RULES
-
     table = Table(box=None, pad_edge=False)
-    for column in ("Code", "Name", "Fix", "Summary"):
+    for column in header:
         table.add_column(column)
-    for item in ALL_RULES:
-        info = item.info
-        table.add_row(info.code, info.name, info.fixable, info.summary)
-    Console(no_color=not use_color(False), width=200 if not sys.stdout.isatty() else None).print(table)
+    for row in rows:
+        table.add_row(*row)
+    console = Console(no_color=not use_color(False), width=width)
+    with console.capture() as captured:
+        console.print(table)
+    click.echo("\n".join(line.rstrip() for line in captured.get().splitlines()))
+
+
+def _columns() -> int | None:
+    """The width `COLUMNS` asks for, when it holds a number."""
+    value = os.environ.get("COLUMNS", "")
+    return int(value) if value.isdigit() and int(value) > 0 else None
 
 
 @main.command()

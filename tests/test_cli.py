@@ -101,7 +101,8 @@ def test_unknown_option_is_a_usage_error(project: Path) -> None:
     result = check("--output-format", "xml", cwd=project)
     assert result.code == 2
     assert result.stderr == (
-        "cachelint: error: --output-format must be one of full, concise, json, json-lines, sarif, github, got 'xml'\n"
+        "cachelint: error: --output-format must be one of full, concise, json, json-lines, sarif, github, "
+        "gitlab, junit, got 'xml'\n"
     )
 
 

@@ -324,7 +324,8 @@ ERRORS = {
     "unknown output format": (
         "cachelint.toml",
         'output-format = "xml"\n',
-        "{file}: `output-format` must be one of full, concise, json, json-lines, sarif, github, got 'xml'",
+        "{file}: `output-format` must be one of full, concise, json, json-lines, sarif, github, gitlab, junit, "
+        "got 'xml'",
     ),
     "bad vllm specifier": (
         "cachelint.toml",

@@ -168,7 +168,11 @@ def test_json_and_sarif_carry_each_finding_s_range(monorepo: Path) -> None:
         ("b", f"0.22.0\N{EN DASH}{newest_known_release()}", "b/pyproject.toml, dependencies", "unchecked"),
     ]
     assert projects[0]["pins"] == [
-        {"file": "a/pyproject.toml", "requirement": "vllm>=0.18,<0.20", "where": "dependencies"}
+        {
+            "file": {"uri": "a/pyproject.toml", "uriBaseId": "%SRCROOT%"},
+            "requirement": "vllm>=0.18,<0.20",
+            "where": "dependencies",
+        }
     ]
 
 

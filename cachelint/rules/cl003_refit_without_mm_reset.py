@@ -50,6 +50,7 @@ class RefitWithoutMmReset(Rule):
         name="refit-without-mm-reset",
         summary="A weight update that resets the prefix cache but leaves the multimodal and encoder caches stale.",
         fixable="sometimes",
+        fix_kinds=("unsafe",),
     )
 
     def check(self, file: FileSummary, context: Context) -> Iterator[Finding]:

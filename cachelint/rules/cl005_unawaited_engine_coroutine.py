@@ -18,6 +18,7 @@ class UnawaitedEngineCoroutine(Rule):
         name="unawaited-engine-coroutine",
         summary="An AsyncLLM coroutine (a cache reset, pause, resume, sleep or wake-up) called without `await`.",
         fixable="sometimes",
+        fix_kinds=("safe",),
     )
 
     def check(self, file: FileSummary, context: Context) -> Iterator[Finding]:
