@@ -136,7 +136,7 @@ def settings_finder(config: Path | None, isolated: bool, overrides: dict[str, An
             changes[name] = checked_option(flag.removeprefix("--"), changes[name], flag)
     for name in ("vllm", "sglang"):
         if name in changes:
-            changes[f"{name}_origin"] = f"--{name}"
+            changes.setdefault(f"{name}_origin", f"--{name}")  # the language server names the editor
     return SettingsFinder(config, isolated, changes)
 
 
