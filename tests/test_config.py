@@ -382,11 +382,12 @@ def test_errors_come_before_any_output_even_for_show_settings(project: Path) -> 
 
 # ---------------------------------------------------------------- the README's reference stays true
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+CONFIGURATION_PAGE = Path(__file__).resolve().parent.parent / "docs" / "configuration.md"
 
 
 def readme_section(title: str) -> str:
-    text = README.read_text(encoding="utf-8")
+    """The section `title` of the configuration page."""
+    text = CONFIGURATION_PAGE.read_text(encoding="utf-8")
     start = text.index(f"\n## {title}\n")
     end = text.find("\n## ", start + 1)
     return text[start : end if end != -1 else len(text)]

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from cli_runner import REPO, environment, write_tree
 
-DOCS = REPO / "README.md"
+DOCS = REPO / "docs" / "editors.md"
 NVIM = shutil.which("nvim")
 WORKER = """\
 class MyWorkerExtension:

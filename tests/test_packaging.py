@@ -1,4 +1,4 @@
-"""What the release ships and names: its name on the package index, the version the README's pre-commit
+"""What the release ships and names: its name on the package index, the version the docs' pre-commit
 snippet pins, no web address the project does not own, the rule pages, the license, the changelog, the
 Pythons supported and tested, and what goes into the sdist and the wheel."""
 
@@ -19,12 +19,13 @@ from cachelint.toml import load_toml
 
 REPO = Path(__file__).resolve().parent.parent
 README = (REPO / "README.md").read_text(encoding="utf-8")
+CI_PAGE = (REPO / "docs" / "ci.md").read_text(encoding="utf-8")
 PYPROJECT = load_toml(REPO / "pyproject.toml")
 PROJECT = PYPROJECT["project"]
 
 
 def pre_commit_snippet() -> str:
-    return README.split("# .pre-commit-config.yaml\n", 1)[1].split("```", 1)[0]
+    return CI_PAGE.split("# .pre-commit-config.yaml\n", 1)[1].split("```", 1)[0]
 
 
 def test_the_readme_pins_the_release_being_prepared() -> None:
@@ -50,6 +51,7 @@ def test_the_distribution_has_a_name_of_its_own() -> None:
 def test_no_web_address_the_project_does_not_own() -> None:
     assert "urls" not in PROJECT
     shipped = [REPO / "README.md", REPO / "pyproject.toml", *sorted((REPO / "cachelint").rglob("*.py"))]
+    shipped += [*sorted((REPO / "docs").glob("*.md")), REPO / "mkdocs.yml"]
     for path in shipped:
         assert "github.com/cachelint" not in path.read_text(encoding="utf-8"), path
 

@@ -267,13 +267,13 @@ def test_cachelint_hook_checks_each_project_of_a_monorepo_with_its_range(
 def test_the_documented_snippet_runs_at_the_release_tag(
     hook_repo: tuple[Path, str], pre_commit_home: Path, project: Path
 ) -> None:
-    """The README's `.pre-commit-config.yaml` as written, its `repo:` pointed at this tree tagged
+    """The docs' `.pre-commit-config.yaml` (docs/ci.md) as written, its `repo:` pointed at this tree tagged
     `v<version>` (the tag made at release, docs/RELEASING.md): its `rev:` resolves and the hook runs."""
     from cachelint import __version__
 
     repo, _ = hook_repo
     git("tag", "-f", f"v{__version__}", cwd=repo)
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    readme = (REPO / "docs" / "ci.md").read_text(encoding="utf-8")
     snippet = readme.split("# .pre-commit-config.yaml\n", 1)[1].split("```", 1)[0]
     [placeholder] = re.findall(r"- repo: (\S+)", snippet)
     config = snippet.replace(placeholder, repo.as_posix(), 1)
