@@ -6,6 +6,9 @@ the command line's start) stays cheap.
 """
 
 __version__ = "0.2.0"
+# The name on the package index (`cachelint` there is another project); the import name and the command
+# stay `cachelint`.
+DISTRIBUTION = "cachelint-rl"
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing (a few milliseconds)
 if TYPE_CHECKING:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from cachelint import __version__
-from cachelint.config import OUTPUT_FORMATS, ConfigError, Settings, SettingsFinder, validate_selectors
+from cachelint.config import OUTPUT_FORMATS, ConfigError, Settings, SettingsFinder, checked_option
 from cachelint.finding import Finding
 from cachelint.output.printable import printable
 
@@ -126,9 +126,12 @@ def _codes(value: str | None, option: str) -> tuple[str, ...] | None:
     if value is None:
         return None
     selectors = [code for code in value.split(",") if code.strip()]
-    if not selectors:  # e.g. `--select "$RULES"` with RULES unset: never a run that checks nothing
-        raise ConfigError(f"{option}: no rule selector given")
-    return validate_selectors(selectors, option)
+    # `--select "$RULES"` with RULES unset is a mistake (an empty list in a file or `Settings` is not:
+    # `select = []` with `extend-select` is how ruff users pick rules).
+    if not selectors:
+        raise ConfigError(f"{option} holds no rule selector")
+    checked: tuple[str, ...] = checked_option(option.removeprefix("--"), selectors, option)
+    return checked
 
 
 def settings_finder(config: Path | None, isolated: bool, overrides: dict[str, Any]) -> SettingsFinder:
@@ -136,15 +139,13 @@ def settings_finder(config: Path | None, isolated: bool, overrides: dict[str, An
     if config is not None and isolated:
         raise ConfigError("--config and --isolated cannot be used together")
     changes = {key: value for key, value in overrides.items() if value is not None}
-    from cachelint.vllm_range import SGLANG, VLLM, from_specifier
-
-    for dist in (VLLM, SGLANG):
-        if dist.name in changes:
-            try:
-                from_specifier(changes[dist.name], f"--{dist.name}", dist)
-            except ValueError as error:
-                raise ConfigError(f"--{dist.name}: {error}") from error
-            changes[f"{dist.name}_origin"] = f"--{dist.name}"
+    for name in ("vllm", "sglang", "output_format"):
+        if name in changes:
+            flag = "--" + name.replace("_", "-")
+            changes[name] = checked_option(flag.removeprefix("--"), changes[name], flag)
+    for name in ("vllm", "sglang"):
+        if name in changes:
+            changes.setdefault(f"{name}_origin", f"--{name}")  # the language server names the editor
     return SettingsFinder(config, isolated, changes)
 
 
@@ -202,9 +203,17 @@ def main() -> None:
     stdout.install()
 
 
+class FormatName(click.Choice):  # type: ignore[type-arg]
+    """The formats, for --help and shell completion; a bad name is reported as the settings check words
+    it (the same message as from a config file or the API), not by click."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        return value
+
+
 @main.command()
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
-@click.option("--output-format", type=click.Choice(OUTPUT_FORMATS), help="How to print findings.")
+@click.option("--output-format", type=FormatName(OUTPUT_FORMATS), help="How to print findings.")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
 @click.option("--vllm", help='The supported vLLM releases, e.g. ">=0.18" (overrides the project pins).')
 @click.option("--sglang", help='The supported SGLang releases, e.g. ">=0.5" (overrides the project pins).')
@@ -267,7 +276,7 @@ def check(
     gc.disable()  # this process ends after one analysis, which makes no garbage cycles worth collecting
     from cachelint import parallel
     from cachelint.engine import analyze
-    from cachelint.output import STATISTICS_FORMATS, ReportContext, preload, render
+    from cachelint.output import HUMAN_FORMATS, STATISTICS_FORMATS, ReportContext, preload, render
 
     stdin = read_stdin(paths, stdin_filename)
     targets = [stdin[0]] if stdin else list(paths) or [Path()]
@@ -338,6 +347,8 @@ def check(
             if not quiet:
                 click.echo(f"Fixed {fixed} {'problem' if fixed == 1 else 'problems'}.")
             sys.exit(EXIT_ERROR if write_errors else EXIT_FINDINGS if exit_non_zero_on_fix and fixed else EXIT_CLEAN)
+        if not quiet and settings.output_format not in HUMAN_FORMATS:  # the report on stdout stays machine-readable
+            click.echo(f"Fixed {fixed} {'problem' if fixed == 1 else 'problems'}.", err=True)
     else:
         from cachelint.progress import progress_bar
 
@@ -554,18 +565,34 @@ def clean(path: Path | None, config: Path | None, isolated: bool) -> None:
 @handles_errors
 def list_rules() -> None:
     """List every rule with its name, fixability and summary."""
+    from cachelint.rules import ALL_RULES
+
+    header = ("Code", "Name", "Fix", "Summary")
+    rows = [(item.info.code, item.info.name, item.info.fix_column, item.info.summary) for item in ALL_RULES]
+    width = _columns()
+    if width is None and not sys.stdout.isatty():  # piped, no COLUMNS: one line per rule, never wrapped
+        widths = [max(len(row[index]) for row in (header, *rows)) for index in range(len(header) - 1)]
+        for row in (header, *rows):
+            click.echo("  ".join([*(cell.ljust(size) for cell, size in zip(row[:-1], widths, strict=True)), row[-1]]))
+        return
     from rich.console import Console
     from rich.table import Table
 
-    from cachelint.rules import ALL_RULES
-
     table = Table(box=None, pad_edge=False)
-    for column in ("Code", "Name", "Fix", "Summary"):
+    for column in header:
         table.add_column(column)
-    for item in ALL_RULES:
-        info = item.info
-        table.add_row(info.code, info.name, info.fixable, info.summary)
-    Console(no_color=not use_color(False), width=200 if not sys.stdout.isatty() else None).print(table)
+    for row in rows:
+        table.add_row(*row)
+    console = Console(no_color=not use_color(False), width=width)
+    with console.capture() as captured:
+        console.print(table)
+    click.echo("\n".join(line.rstrip() for line in captured.get().splitlines()))
+
+
+def _columns() -> int | None:
+    """The width `COLUMNS` asks for, when it holds a number."""
+    value = os.environ.get("COLUMNS", "")
+    return int(value) if value.isdigit() and int(value) > 0 else None
 
 
 @main.command()
@@ -573,7 +600,7 @@ def list_rules() -> None:
 def server() -> None:
     """Run the language server over stdio, for editors.
 
-    It needs the server extra: pip install 'cachelint[server]'."""
+    It needs the server extra: pip install 'cachelint-rl[server]'."""
     from cachelint.server import INSTALL_HINT, missing_dependency
 
     missing = missing_dependency()

@@ -43,7 +43,7 @@ DEFAULT_REFIT_FUNCTIONS = (
     "update_weights_from_path",
 )
 
-OUTPUT_FORMATS = ("full", "concise", "json", "json-lines", "sarif", "github")
+OUTPUT_FORMATS = ("full", "concise", "json", "json-lines", "sarif", "github", "gitlab", "junit")
 
 # Looked for in each folder in this order (ruff's: the dedicated files win over pyproject.toml).
 CONFIG_FILE_NAMES = (".cachelint.toml", "cachelint.toml", "pyproject.toml")
@@ -67,9 +67,22 @@ def _specificity(selector: str) -> int:
     return len("CL") if selector == ALL_SELECTOR else len(selector)
 
 
+class SettingError(ValueError):
+    """What is wrong with a setting's value, worded without where it came from: `ConfigError`s put the
+    origin in front (a config file and its key, a command-line flag, `Settings`), so that a bad value
+    gets the same message wherever it is set."""
+
+
 def validate_selectors(values: Iterable[str], origin: str, key: str | None = None) -> tuple[str, ...]:
     """The rule selectors in upper case; ConfigError naming `origin` (and `key`) for one that selects
     no rule. Valid: `ALL`, `CL`, a rule code and any prefix of one, in any case."""
+    try:
+        return checked_selectors(values)
+    except SettingError as error:
+        raise ConfigError(f"{origin}: `{key}` {error}" if key else f"{origin} {error}") from error
+
+
+def checked_selectors(values: Iterable[str]) -> tuple[str, ...]:
     from cachelint.docs import rule_codes
 
     codes = rule_codes()
@@ -79,23 +92,22 @@ def validate_selectors(values: Iterable[str], origin: str, key: str | None = Non
         if selector != ALL_SELECTOR and not (
             selector.startswith("CL") and any(code.startswith(selector) for code in codes)
         ):
-            raise ConfigError(_unknown_selector_message(value, origin, key, codes))
+            raise SettingError(_unknown_selector_problem(value, codes))
         selectors.append(selector)
     return tuple(selectors)
 
 
-def _unknown_selector_message(value: str, origin: str, key: str | None, codes: list[str]) -> str:
-    where = f" in `{key}`" if key else ""
-    message = f"{origin}: unknown rule selector `{value}`{where}"
+def _unknown_selector_problem(value: str, codes: list[str]) -> str:
+    problem = f"holds an unknown rule selector `{value}`"
     wanted = value.strip().upper()
     candidates = [ALL_SELECTOR, "CL", *codes]
     close = difflib.get_close_matches(wanted, candidates, n=len(candidates))
     if close:  # the closest; among equally close ones, the first (`CL01` -> `CL001`, not `CL201`)
         best = max(difflib.SequenceMatcher(None, wanted, found).ratio() for found in close)
         first = next(found for found in candidates if difflib.SequenceMatcher(None, wanted, found).ratio() == best)
-        return f"{message}; did you mean `{first}`?"
+        return f"{problem}; did you mean `{first}`?"
     expected = "expected `ALL`, `CL`, a rule code such as `CL001` or a prefix of one; `cachelint rules` lists them"
-    return f"{message} ({expected})"
+    return f"{problem} ({expected})"
 
 
 @dataclass(frozen=True)
@@ -118,6 +130,19 @@ class Settings:
     config_path: str | None = field(default=None, compare=False)
     vllm_origin: str | None = field(default=None, compare=False)  # the file that set `vllm`, or "--vllm"
     sglang_origin: str | None = field(default=None, compare=False)  # the file that set `sglang`, or "--sglang"
+
+    def __post_init__(self) -> None:
+        """Each setting checked as a config file's is (ConfigError, the same problem text), and stored
+        as the file's would be (selectors in upper case, lists as tuples). Defaults need no check."""
+        for key, (name, _, _) in _KEYS.items():
+            value = getattr(self, name)
+            if value == _DEFAULTS[name]:
+                continue
+            try:
+                checked = checked_setting(key, value)
+            except SettingError as error:
+                raise ConfigError(f"Settings: `{name}` {error}") from error
+            object.__setattr__(self, name, checked)
 
     @property
     def all_refit_functions(self) -> frozenset[str]:
@@ -150,7 +175,7 @@ class Settings:
 
 
 def _string_list(value: Any) -> tuple[str, ...] | None:
-    if isinstance(value, list) and all(isinstance(item, str) for item in value):
+    if isinstance(value, (list, tuple)) and all(isinstance(item, str) for item in value):
         return tuple(value)
     return None
 
@@ -164,10 +189,17 @@ def _multimodal(value: Any) -> bool | str | None:
 
 
 def _per_file_ignores(value: Any) -> tuple[tuple[str, tuple[str, ...]], ...] | None:
-    if not isinstance(value, dict):
+    """A table of glob = [codes] (a file's), or the pairs `Settings` holds."""
+    if isinstance(value, dict):
+        value = tuple(value.items())
+    if not isinstance(value, (list, tuple)) or not all(
+        isinstance(pair, (list, tuple)) and len(pair) == 2 for pair in value
+    ):
         return None
     result = []
-    for pattern, codes in value.items():
+    for pattern, codes in value:
+        if not isinstance(pattern, str):
+            return None
         code_list = _string_list(codes)
         if code_list is None:
             return None
@@ -221,41 +253,59 @@ def settings_from_table(table: Mapping[str, Any], origin: str, base: Settings | 
     for key, value in table.items():
         if key not in _KEYS:
             raise ConfigError(_unknown_key_message(origin, key, dedicated))
-        field_name, convert, expected = _KEYS[key]
-        converted = convert(value)
-        if converted is None:
-            raise ConfigError(f"{origin}: `{key}` must be {expected}, got {value!r}")
-        values[field_name] = converted
-    for key in ("exclude", "extend-exclude", "per-file-ignores"):
-        patterns = table.get(key, ())
-        for pattern in patterns:
-            if not is_pattern(pattern):
-                raise ConfigError(f"{origin}: `{key}` must hold gitignore-style patterns, got {pattern!r}")
-    for key, field_name in SELECTOR_KEYS.items():
-        if field_name in values:
-            values[field_name] = validate_selectors(values[field_name], origin, key)
-    if "per_file_ignores" in values:
-        values["per_file_ignores"] = tuple(
-            (pattern, validate_selectors(codes, origin, f'per-file-ignores "{pattern}"'))
-            for pattern, codes in values["per_file_ignores"]
-        )
-    for key in ("vllm", "sglang"):
-        if key in values:
-            _check_range(values, key, origin)
+        values[_KEYS[key][0]] = checked_option(key, value, f"{origin}: `{key}`", origin)
+        if key in ("vllm", "sglang"):
+            values[f"{key}_origin"] = origin
     return dataclasses.replace(base or Settings(), **values, config_path=origin)
 
 
-def _check_range(values: dict[str, Any], key: str, origin: str) -> None:
+def checked_option(key: str, value: Any, where: str, range_source: str | None = None) -> Any:
+    """`checked_setting`, with a problem raised as the ConfigError `{where} {problem}` (`where`: a file
+    and its key, or a flag). `range_source` names where a `vllm` / `sglang` range was read."""
+    try:
+        return checked_setting(key, value, range_source or where)
+    except SettingError as error:
+        raise ConfigError(f"{where} {error}") from error
+
+
+def checked_setting(key: str, value: Any, range_source: str = "Settings") -> Any:
+    """The value of the setting `key` (as config files name it) as `Settings` holds it; SettingError
+    saying what is wrong with it. The one check of every setting: config files, flags, the API and the
+    language server's settings all go through it."""
+    _, convert, expected = _KEYS[key]
+    converted = convert(value)
+    if converted is None:
+        raise SettingError(f"must be {expected}, got {value!r}")
+    if key in ("exclude", "extend-exclude", "per-file-ignores"):
+        patterns = [pair[0] for pair in converted] if key == "per-file-ignores" else converted
+        for pattern in patterns:
+            if not is_pattern(pattern):
+                raise SettingError(f"must hold gitignore-style patterns, got {pattern!r}")
+    if key in SELECTOR_KEYS:
+        converted = checked_selectors(converted)
+    if key == "per-file-ignores":
+        pairs = []
+        for pattern, codes in converted:
+            try:
+                pairs.append((pattern, checked_selectors(codes)))
+            except SettingError as error:
+                raise SettingError(f"{error} (for {pattern!r})") from error
+        converted = tuple(pairs)
+    if key in ("vllm", "sglang"):
+        _check_range(key, converted, range_source)
+    return converted
+
+
+def _check_range(key: str, value: str, source: str) -> None:
     """A `vllm` / `sglang` range must be a specifier that holds a known release or a newer one."""
     from cachelint.vllm_range import SGLANG, VLLM, EmptyRangeError, from_specifier, shortened
 
     try:
-        from_specifier(values[key], origin, VLLM if key == "vllm" else SGLANG)
+        from_specifier(value, source, VLLM if key == "vllm" else SGLANG)
     except EmptyRangeError as error:
-        raise ConfigError(f"{origin}: `{key}` = {error}") from error
+        raise SettingError(f"= {error}") from error
     except ValueError as error:
-        raise ConfigError(f"{origin}: `{key}` must be {_KEYS[key][2]}, got {shortened(values[key])!r}") from error
-    values[f"{key}_origin"] = origin
+        raise SettingError(f"must be {_KEYS[key][2]}, got {shortened(value)!r}") from error
 
 
 def is_pattern(pattern: str) -> bool:
@@ -338,6 +388,9 @@ def find_config_file(start: Path) -> Path | None:
             if candidate.is_file() and read_config_table(candidate) is not None:
                 return candidate
     return None
+
+
+_DEFAULTS: dict[str, Any] = {item.name: item.default for item in dataclasses.fields(Settings)}
 
 
 def load_settings(start: Path, config: Path | None = None, isolated: bool = False) -> Settings:

@@ -6,10 +6,6 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-HOME_URL = "https://github.com/cachelint/cachelint"
-# The pages are the repository's top-level rules/ folder (shipped in the wheel as cachelint/rule_pages).
-HELP_URI = HOME_URL + "/blob/main/rules/{code}.md"
-
 _PAGE_CODE = re.compile(r"CL\d{3}")
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _PYTHON_BLOCK = re.compile(r"^```(?:python|py)[ \t]*\n(.*?)^```", re.DOTALL | re.MULTILINE)
@@ -48,8 +44,9 @@ def rule_pages_dir() -> Path:
     return package_dir.parent / "rules"
 
 
-def help_uri(code: str) -> str:
-    return HELP_URI.format(code=code)
+def page_uri(code: str) -> str:
+    """The `file:` URI of the rule's page as installed (the project publishes no web pages of its own)."""
+    return (rule_pages_dir() / f"{code}.md").resolve().as_uri()
 
 
 def load_page(code: str) -> RulePage | None:

@@ -541,7 +541,7 @@ def test_a_vllm_flag_no_release_meets_is_an_error(tmp_path: Path, specifier: str
     assert (result.code, result.stdout) == (2, "")
     newest = load_facts().releases[-1]
     assert result.stderr_lines == [
-        f"cachelint: error: --vllm: {specifier!r} matches no vLLM release cachelint knows (0.6.0\N{EN DASH}{newest})"
+        f"cachelint: error: --vllm = {specifier!r} matches no vLLM release cachelint knows (0.6.0\N{EN DASH}{newest})"
     ]
 
 

@@ -83,7 +83,10 @@ def test_exit_zero_reports_but_exits_0(project: Path) -> None:
     ("args", "message"),
     [
         (["missing.py"], "cachelint: error: missing.py: No such file or directory"),
-        (["--vllm", ">=banana"], "cachelint: error: --vllm: invalid vLLM version specifier '>=banana'"),
+        (
+            ["--vllm", ">=banana"],
+            "cachelint: error: --vllm must be a version specifier string such as \">=0.18\", got '>=banana'",
+        ),
         (["--config", "c.toml", "--isolated"], "cachelint: error: --config and --isolated cannot be used together"),
     ],
 )
@@ -97,8 +100,10 @@ def test_errors_exit_2_with_one_line(project: Path, args: list[str], message: st
 def test_unknown_option_is_a_usage_error(project: Path) -> None:
     result = check("--output-format", "xml", cwd=project)
     assert result.code == 2
-    assert "Invalid value for '--output-format'" in result.stderr
-    assert "Traceback" not in result.stderr
+    assert result.stderr == (
+        "cachelint: error: --output-format must be one of full, concise, json, json-lines, sarif, github, "
+        "gitlab, junit, got 'xml'\n"
+    )
 
 
 # ---------------------------------------------------------------- --quiet, --statistics, --show-settings

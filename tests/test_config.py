@@ -216,31 +216,34 @@ def test_all_and_case_in_select_ignore_and_per_file_ignores(
 SELECTOR_ERRORS = {
     "unknown code, close to a rule": (
         'select = ["CL999"]',
-        "unknown rule selector `CL999` in `select`; did you mean `CL009`?",
+        "`select` holds an unknown rule selector `CL999`; did you mean `CL009`?",
     ),
     "lower-case unknown code": (
         'extend-select = ["cl999"]',
-        "unknown rule selector `cl999` in `extend-select`; did you mean `CL009`?",
+        "`extend-select` holds an unknown rule selector `cl999`; did you mean `CL009`?",
     ),
     "nothing close": (
         'ignore = ["NOPE"]',
-        "unknown rule selector `NOPE` in `ignore` (expected `ALL`, `CL`, a rule code such as `CL001` or a prefix of "
-        "one; `cachelint rules` lists them)",
+        "`ignore` holds an unknown rule selector `NOPE` (expected `ALL`, `CL`, a rule code such as `CL001` "
+        "or a prefix of one; `cachelint rules` lists them)",
     ),
-    "a letter short of the linter": ('select = ["C"]', "unknown rule selector `C` in `select`; did you mean `CL`?"),
+    "a letter short of the linter": (
+        'select = ["C"]',
+        "`select` holds an unknown rule selector `C`; did you mean `CL`?",
+    ),
     "empty": (
         'select = [""]',
-        "unknown rule selector `` in `select` (expected `ALL`, `CL`, a rule code such as `CL001` "
+        "`select` holds an unknown rule selector `` (expected `ALL`, `CL`, a rule code such as `CL001` "
         "or a prefix of one; `cachelint rules` lists them)",
     ),
     "a rule name": (
         'select = ["worker-only-cache-reset"]',
-        "unknown rule selector `worker-only-cache-reset` in `select` (expected `ALL`, `CL`, a rule code such as "
+        "`select` holds an unknown rule selector `worker-only-cache-reset` (expected `ALL`, `CL`, a rule code such as "
         "`CL001` or a prefix of one; `cachelint rules` lists them)",
     ),
     "per-file-ignores": (
         '[per-file-ignores]\n"tests/**" = ["CL001", "CL05"]',
-        'unknown rule selector `CL05` in `per-file-ignores "tests/**"`; did you mean `CL005`?',
+        "`per-file-ignores` holds an unknown rule selector `CL05`; did you mean `CL005`? (for 'tests/**')",
     ),
 }
 
@@ -256,15 +259,15 @@ def test_unknown_selectors_in_the_file_are_errors(project: Path, table: str, mes
 @pytest.mark.parametrize(
     ("flags", "message"),
     [
-        (["--select", "ALL,CL999"], "--select: unknown rule selector `CL999`; did you mean `CL009`?"),
-        (["--extend-select", "CL1,cl3"], "--extend-select: unknown rule selector `cl3`; did you mean `CL`?"),
+        (["--select", "ALL,CL999"], "--select holds an unknown rule selector `CL999`; did you mean `CL009`?"),
+        (["--extend-select", "CL1,cl3"], "--extend-select holds an unknown rule selector `cl3`; did you mean `CL`?"),
         (
             ["--ignore", "NOPE"],
-            "--ignore: unknown rule selector `NOPE` (expected `ALL`, `CL`, a rule code such as "
+            "--ignore holds an unknown rule selector `NOPE` (expected `ALL`, `CL`, a rule code such as "
             "`CL001` or a prefix of one; `cachelint rules` lists them)",
         ),
-        (["--select", ""], "--select: no rule selector given"),
-        (["--ignore", " , "], "--ignore: no rule selector given"),
+        (["--select", ""], "--select holds no rule selector"),
+        (["--ignore", " , "], "--ignore holds no rule selector"),
     ],
 )
 def test_unknown_selectors_on_the_command_line_are_errors(project: Path, flags: list[str], message: str) -> None:
@@ -321,7 +324,8 @@ ERRORS = {
     "unknown output format": (
         "cachelint.toml",
         'output-format = "xml"\n',
-        "{file}: `output-format` must be one of full, concise, json, json-lines, sarif, github, got 'xml'",
+        "{file}: `output-format` must be one of full, concise, json, json-lines, sarif, github, gitlab, junit, "
+        "got 'xml'",
     ),
     "bad vllm specifier": (
         "cachelint.toml",
@@ -378,11 +382,12 @@ def test_errors_come_before_any_output_even_for_show_settings(project: Path) -> 
 
 # ---------------------------------------------------------------- the README's reference stays true
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+CONFIGURATION_PAGE = Path(__file__).resolve().parent.parent / "docs" / "configuration.md"
 
 
 def readme_section(title: str) -> str:
-    text = README.read_text(encoding="utf-8")
+    """The section `title` of the configuration page."""
+    text = CONFIGURATION_PAGE.read_text(encoding="utf-8")
     start = text.index(f"\n## {title}\n")
     end = text.find("\n## ", start + 1)
     return text[start : end if end != -1 else len(text)]

@@ -148,7 +148,7 @@ def test_source_on_stdin_and_a_bad_selector(python: str, tmp_path: Path) -> None
     bad = run(python, "check", "--select", "CL999", cwd=tmp_path)
     assert (bad.code, bad.stderr) == (
         2,
-        "cachelint: error: --select: unknown rule selector `CL999`; did you mean `CL009`?\n",
+        "cachelint: error: --select holds an unknown rule selector `CL999`; did you mean `CL009`?\n",
     )
 
 

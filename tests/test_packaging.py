@@ -1,6 +1,6 @@
-"""What the release ships and names: the version the README's pre-commit snippet pins, one home URL
-everywhere, the rule pages the outputs link to, the license, the changelog, the Pythons supported and
-tested, and what goes into the sdist and the wheel."""
+"""What the release ships and names: its name on the package index, the version the docs' pre-commit
+snippet pins, no web address the project does not own, the rule pages, the license, the changelog, the
+Pythons supported and tested, and what goes into the sdist and the wheel."""
 
 from __future__ import annotations
 
@@ -13,19 +13,19 @@ from pathlib import Path
 
 import pytest
 
-from cachelint import __version__
-from cachelint.docs import HELP_URI, HOME_URL, rule_codes
-from cachelint.output.sarif import INFORMATION_URI
+from cachelint import DISTRIBUTION, __version__
+from cachelint.docs import page_uri, rule_codes
 from cachelint.toml import load_toml
 
 REPO = Path(__file__).resolve().parent.parent
 README = (REPO / "README.md").read_text(encoding="utf-8")
+CI_PAGE = (REPO / "docs" / "ci.md").read_text(encoding="utf-8")
 PYPROJECT = load_toml(REPO / "pyproject.toml")
 PROJECT = PYPROJECT["project"]
 
 
 def pre_commit_snippet() -> str:
-    return README.split("# .pre-commit-config.yaml\n", 1)[1].split("```", 1)[0]
+    return CI_PAGE.split("# .pre-commit-config.yaml\n", 1)[1].split("```", 1)[0]
 
 
 def test_the_readme_pins_the_release_being_prepared() -> None:
@@ -34,22 +34,33 @@ def test_the_readme_pins_the_release_being_prepared() -> None:
     assert rev == f"v{__version__}"
 
 
-def test_one_home_url_everywhere() -> None:
-    [repo] = re.findall(r"- repo: (\S+)$", pre_commit_snippet(), re.MULTILINE)
-    assert repo == HOME_URL == INFORMATION_URI == PROJECT["urls"]["Homepage"]
-    assert all(url.startswith(HOME_URL) for url in PROJECT["urls"].values())
-    assert HELP_URI.startswith(HOME_URL + "/")
+def test_the_distribution_has_a_name_of_its_own() -> None:
+    """`cachelint` on the package index is another project: every install line names this one's."""
+    assert PROJECT["name"] == DISTRIBUTION != "cachelint"
+    assert PROJECT["scripts"] == {"cachelint": "cachelint.__main__:program"}
+    assert f"{DISTRIBUTION}[server]" in PROJECT["optional-dependencies"]["test"]
+    texts = [README, *(path.read_text(encoding="utf-8") for path in sorted((REPO / "docs").rglob("*.md")))]
+    installs = [line for text in texts for line in re.findall(r"pip install [^\n`&|;#]*", text)]
+    assert installs
+    for line in installs:
+        words = [word.strip("'\"") for word in line.split()[2:] if not word.startswith("-")]
+        names = [re.split(r"[\[=<>]", word, maxsplit=1)[0] for word in words]
+        assert "cachelint" not in names, line
 
 
-def test_the_rule_urls_name_pages_that_ship_in_this_repository() -> None:
-    """HELP_URI is HOME_URL/blob/main/<path>: <path> is where the page is in this repository, for every rule."""
-    branch_path = HELP_URI.removeprefix(HOME_URL + "/blob/main/")
-    assert branch_path != HELP_URI
-    codes = rule_codes()
-    assert codes == sorted(path.stem for path in (REPO / "rules").glob("CL*.md"))
-    for code in codes:
-        assert (REPO / branch_path.format(code=code)).is_file()
-    assert PROJECT["urls"]["Rules"] == HOME_URL + "/tree/main/" + branch_path.rsplit("/", 1)[0]
+def test_no_web_address_the_project_does_not_own() -> None:
+    assert "urls" not in PROJECT
+    shipped = [REPO / "README.md", REPO / "pyproject.toml", *sorted((REPO / "cachelint").rglob("*.py"))]
+    shipped += [*sorted((REPO / "docs").glob("*.md")), REPO / "mkdocs.yml"]
+    for path in shipped:
+        assert "github.com/cachelint" not in path.read_text(encoding="utf-8"), path
+
+
+def test_rule_links_name_the_installed_pages() -> None:
+    for code in rule_codes():
+        uri = page_uri(code)
+        assert uri.startswith("file://")
+        assert uri.endswith(f"/{code}.md")
 
 
 def test_license_file_is_the_declared_apache_2() -> None:
@@ -66,7 +77,6 @@ def test_changelog_covers_every_version() -> None:
     versions = re.findall(r"^## \[?(\d+\.\d+\.\d+)\]? - \d{4}-\d{2}-\d{2}$", changelog, re.MULTILINE)
     assert versions[0] == __version__
     assert versions[-1] == "0.1.0"
-    assert f"[{__version__}]: {HOME_URL}/releases/tag/v{__version__}" in changelog
 
 
 def test_the_pythons_supported_are_the_pythons_classified_and_tested() -> None:
@@ -107,9 +117,11 @@ def test_the_wheel_has_the_rule_pages_and_the_license(built: Path) -> None:
     [wheel] = built.glob("*.whl")
     with zipfile.ZipFile(wheel) as archive:
         names = set(archive.namelist())
-        metadata = archive.read(f"cachelint-{__version__}.dist-info/METADATA").decode()
+        info = f"{DISTRIBUTION.replace('-', '_')}-{__version__}.dist-info"
+        metadata = archive.read(f"{info}/METADATA").decode()
     assert {f"cachelint/rule_pages/{code}.md" for code in rule_codes()} <= names
-    assert f"cachelint-{__version__}.dist-info/licenses/LICENSE" in names
+    assert f"{info}/licenses/LICENSE" in names
     assert "License-Expression: Apache-2.0" in metadata
-    assert f"Project-URL: Homepage, {HOME_URL}" in metadata
+    assert f"Name: {DISTRIBUTION}\n" in metadata
+    assert "Project-URL" not in metadata
     assert "Classifier: Programming Language :: Python :: 3.13" in metadata

@@ -8,6 +8,7 @@ PRE_COMMIT_HOME; no user or global configuration is read for writing or changed.
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -260,3 +261,29 @@ def test_cachelint_hook_checks_each_project_of_a_monorepo_with_its_range(
     assert "Found 1 problem in 1 file." in result.stdout
     assert "Checked for vLLM 0.18.0\N{EN DASH}0.19.1 (a/pyproject.toml, dependencies)." in result.stdout
     assert "Checked for vLLM 0.22.0\N{EN DASH}0.33.0 (b/pyproject.toml, dependencies)." in result.stdout
+
+
+def test_the_documented_snippet_runs_at_the_release_tag(
+    hook_repo: tuple[Path, str], pre_commit_home: Path, project: Path
+) -> None:
+    """The docs' `.pre-commit-config.yaml` (docs/ci.md) as written, its `repo:` pointed at this tree tagged
+    `v<version>` (the tag made at release, docs/RELEASING.md): its `rev:` resolves and the hook runs."""
+    from cachelint import __version__
+
+    repo, _ = hook_repo
+    git("tag", "-f", f"v{__version__}", cwd=repo)
+    readme = (REPO / "docs" / "ci.md").read_text(encoding="utf-8")
+    snippet = readme.split("# .pre-commit-config.yaml\n", 1)[1].split("```", 1)[0]
+    [placeholder] = re.findall(r"- repo: (\S+)", snippet)
+    config = snippet.replace(placeholder, repo.as_posix(), 1)
+    assert f"rev: v{__version__}\n" in config
+    write_tree(project, {".pre-commit-config.yaml": config})
+    result = pre_commit("run", "--all-files", cwd=project, home=pre_commit_home)
+    assert result.returncode == 1, output(result)
+    assert FINDING in result.stdout
+
+    tried = pre_commit(
+        "try-repo", str(repo), "cachelint", "--ref", f"v{__version__}", "--all-files", cwd=project, home=pre_commit_home
+    )
+    assert tried.returncode == 1, output(tried)
+    assert FINDING in tried.stdout

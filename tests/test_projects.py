@@ -168,7 +168,11 @@ def test_json_and_sarif_carry_each_finding_s_range(monorepo: Path) -> None:
         ("b", f"0.22.0\N{EN DASH}{newest_known_release()}", "b/pyproject.toml, dependencies", "unchecked"),
     ]
     assert projects[0]["pins"] == [
-        {"file": "a/pyproject.toml", "requirement": "vllm>=0.18,<0.20", "where": "dependencies"}
+        {
+            "file": {"uri": "a/pyproject.toml", "uriBaseId": "%SRCROOT%"},
+            "requirement": "vllm>=0.18,<0.20",
+            "where": "dependencies",
+        }
     ]
 
 
@@ -319,7 +323,7 @@ def test_an_empty_range_from_the_flag_is_an_error(tmp_path: Path) -> None:
     result = check("--vllm", "<0.5", cwd=project)
     assert (result.code, result.stdout) == (2, "")
     assert result.stderr_lines == [
-        f"cachelint: error: --vllm: '<0.5' matches no vLLM release cachelint knows (0.6.0\N{EN DASH}"
+        f"cachelint: error: --vllm = '<0.5' matches no vLLM release cachelint knows (0.6.0\N{EN DASH}"
         f"{newest_known_release()})"
     ]
 

@@ -19,6 +19,8 @@ from pygls.protocol import default_converter
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 from pytest_lsp.client import DEFAULT_CLIENT_FEATURES, register_lsp_features
 
+from cachelint.docs import page_uri
+
 pytestmark = pytest.mark.asyncio
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -540,7 +542,7 @@ async def test_hover_names_the_rule_and_the_releases(vscode: RecordingClient, tm
     assert re.search(r"Checked against vLLM 0\.16\.0\u20130\.21\.0 \(\S*pyproject\.toml, dependencies\)\.", text), text
     assert "**CL005** `unawaited-engine-coroutine`: Flags a call to a coroutine method" in text
     assert text.count("Checked against") == 1  # CL005 does not depend on the releases
-    assert "https://github.com/cachelint/cachelint/blob/main/rules/CL005.md" in text
+    assert f"([rule page]({page_uri('CL005')}))" in text
 
     nothing = await vscode.text_document_hover_async(
         types.HoverParams(types.TextDocumentIdentifier((root / "server.py").as_uri()), types.Position(0, 0))

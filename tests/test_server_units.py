@@ -48,7 +48,7 @@ def test_server_without_its_extra_says_how_to_install_it() -> None:
     assert result.stdout == ""
     assert result.stderr == (
         "cachelint: error: `cachelint server` needs pygls, which the server extra installs: "
-        "pip install 'cachelint[server]'\n"
+        "pip install 'cachelint-rl[server]'\n"
     )
 
 

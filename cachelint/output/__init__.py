@@ -22,6 +22,8 @@ _RENDERERS: dict[str, tuple[str, str]] = {
     "json-lines": ("cachelint.output.json_lines", "render_json_lines"),
     "sarif": ("cachelint.output.sarif", "render_sarif"),
     "github": ("cachelint.output.github", "render_github"),
+    "gitlab": ("cachelint.output.gitlab", "render_gitlab"),
+    "junit": ("cachelint.output.junit", "render_junit"),
 }
 
 FORMATS = tuple(_RENDERERS)

@@ -6,7 +6,6 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
-from cachelint.docs import help_uri
 from cachelint.edits import source_lines
 from cachelint.finding import Edit, Finding, Fix
 from cachelint.output.context import ReportContext
@@ -45,7 +44,7 @@ def finding_object(finding: Finding, noqa_row: int | None, context: ReportContex
         "severity": "error",
         "fix": fix_object(finding.fix) if finding.fix else None,
         "notes": list(finding.notes),
-        "url": help_uri(finding.code) if finding.is_rule else None,
+        "url": None,  # no published page: ruff writes null for a rule without one
         "vllm_range": {"range": supported.label(), "source": supported.source, "newer": supported.newer}
         if supported
         else None,

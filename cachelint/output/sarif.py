@@ -7,16 +7,18 @@ import json
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 from urllib.parse import quote
 
-from cachelint.docs import HOME_URL, RulePage, all_pages, help_uri
+from cachelint.docs import RulePage, all_pages
 from cachelint.finding import INTERNAL_ERROR, INVALID_SYNTAX, IO_ERROR, Edit, Finding, Fix, Span
 from cachelint.output.context import ReportContext
 from cachelint.output.locations import repo_relative, report_path
 
+if TYPE_CHECKING:
+    from cachelint.vllm_range import SupportedRange
+
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
-INFORMATION_URI = HOME_URL
 SRCROOT = "%SRCROOT%"
 FINGERPRINT_KEY = "cachelint/v1"
 # Code-scanning tags (filters in GitHub's alert list): what kind of problem each code reports.
@@ -62,7 +64,6 @@ def sarif_log(findings: Sequence[Finding], context: ReportContext) -> dict[str, 
             "driver": {
                 "name": "cachelint",
                 "version": context.tool_version,
-                "informationUri": INFORMATION_URI,
                 "rules": descriptors,
             }
         },
@@ -74,15 +75,11 @@ def sarif_log(findings: Sequence[Finding], context: ReportContext) -> dict[str, 
         ],
         "properties": {
             "filesChecked": context.files_checked,
-            "supportedVllm": [
-                {"projectRoot": artifact_location(str(root), context.root), **supported.to_json()}
-                for root, supported in context.projects
-            ],
+            "supportedVllm": [supported_range(root, supported, context.root) for root, supported in context.projects],
             **(
                 {
                     "supportedSglang": [
-                        {"projectRoot": artifact_location(str(root), context.root), **supported.to_json()}
-                        for root, supported in context.sglang_projects
+                        supported_range(root, supported, context.root) for root, supported in context.sglang_projects
                     ]
                 }
                 if context.sglang_projects
@@ -93,6 +90,17 @@ def sarif_log(findings: Sequence[Finding], context: ReportContext) -> dict[str, 
     return {"$schema": SCHEMA_URI, "version": "2.1.0", "runs": [run]}
 
 
+def supported_range(project_root: Path, supported: SupportedRange, root: Path) -> dict[str, Any]:
+    """A project's range, its root and the files of its pins located as the results are (under
+    %SRCROOT%), not relative to the working folder."""
+    data = {"projectRoot": artifact_location(str(project_root), root), **supported.to_json()}
+    data["pins"] = [
+        {**shown, "file": artifact_location(str(pin.file), root)}
+        for shown, pin in zip(data["pins"], supported.pins, strict=True)
+    ]
+    return data
+
+
 def rule_descriptor(page: RulePage) -> dict[str, Any]:
     return {
         "id": page.code,
@@ -100,7 +108,6 @@ def rule_descriptor(page: RulePage) -> dict[str, Any]:
         "shortDescription": {"text": page.summary},
         "fullDescription": {"text": page.sections.get("Why is this bad?", page.summary)},
         "help": {"text": page.text, "markdown": page.text},
-        "helpUri": help_uri(page.code),
         "defaultConfiguration": {"level": "error"},
         "properties": {"tags": _tags(page.code)},
     }

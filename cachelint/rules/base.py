@@ -33,6 +33,12 @@ class RuleInfo:
     summary: str
     fixable: str  # "always", "sometimes" or "never"
     former_names: tuple[str, ...] = ()  # names the rule had before, still accepted where names are
+    fix_kinds: tuple[str, ...] = ()  # what its fixes can be: "safe" (applied by --fix), "unsafe" (--unsafe-fixes)
+
+    @property
+    def fix_column(self) -> str:
+        """`cachelint rules`' Fix column: how often, and which kinds (`sometimes (safe or unsafe)`)."""
+        return f"{self.fixable} ({' or '.join(self.fix_kinds)})" if self.fix_kinds else self.fixable
 
 
 @dataclass(frozen=True)

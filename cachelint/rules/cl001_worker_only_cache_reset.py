@@ -22,6 +22,7 @@ class WorkerOnlyCacheReset(Rule):
         name="worker-only-cache-reset",
         summary="A cache reset that reaches only vLLM's workers and leaves the scheduler's record stale.",
         fixable="sometimes",
+        fix_kinds=("unsafe",),
     )
 
     def check(self, file: FileSummary, context: Context) -> Iterator[Finding]:

@@ -21,6 +21,7 @@ class VersionGatedReset(Rule):
         name="version-gated-reset",
         summary="A cache reset behind a hard-coded vLLM version test instead of a test for the method.",
         fixable="sometimes",
+        fix_kinds=("safe", "unsafe"),
     )
 
     def check(self, file: FileSummary, context: Context) -> Iterator[Finding]:
@@ -47,10 +48,12 @@ def is_cache_reset(event: ResetEvent) -> bool:
     return event.method in RESET_METHODS or clears_caches(event)
 
 
-def _releases_between(context: Context, low: Version, high: Version) -> str:
-    inside = [release for release in context.facts.releases if low <= release < high]
+def _releases_between(context: Context, low: Version, high: Version) -> str | None:
+    """The supported releases in [low, high) as messages name them (`0.16.x`, `0.16.0-0.17.1`); None
+    when no supported release is there (a message names no release the project does not run on)."""
+    inside = [release for release in context.supported.releases if low <= release < high]
     if not inside:
-        return f"{low}"
+        return None
     if all(release.release[:2] == inside[0].release[:2] for release in inside):
         return f"{inside[0].major}.{inside[0].minor}.x"
     return f"{inside[0]}-{inside[-1]}"
@@ -81,10 +84,14 @@ def _judge(event: ResetEvent, gate: Gate, context: Context) -> str | None:
         return None
     if test.threshold > first:
         skipped = _releases_between(context, first, test.threshold)
-        message = f"{gated}, but {owner} has had it since {first}: the gate skips the reset on {skipped}, which has it"
+        message = f"{gated}, but {owner} has had it since {first}"
+        if skipped:
+            message += f": the gate skips the reset on {skipped}, which has it"
     elif test.threshold < first:
         broken = _releases_between(context, test.threshold, first)
-        message = f"{gated}, but {owner} gained it only in {first}: on {broken} the gated call raises AttributeError"
+        message = f"{gated}, but {owner} gained it only in {first}"
+        if broken:
+            message += f": on {broken} the gated call raises AttributeError"
     else:
         message = (
             f"{gated}: a hard-coded release skips the reset on dev, rc and source builds that report a lower "
@@ -106,9 +113,11 @@ def _judge_keyword(event: ResetEvent, gate: Gate, context: Context) -> str | Non
         return None
     if test.threshold > since:
         skipped = _releases_between(context, since, test.threshold)
-        return f"{passed}, but `{event.method}` takes it since {since}: it is left out on {skipped}"
+        message = f"{passed}, but `{event.method}` takes it since {since}"
+        return f"{message}: it is left out on {skipped}" if skipped else message
     broken = _releases_between(context, test.threshold, since)
-    return f"{passed}, but `{event.method}` takes it only from {since}: on {broken} the call raises TypeError"
+    message = f"{passed}, but `{event.method}` takes it only from {since}"
+    return f"{message}: on {broken} the call raises TypeError" if broken else message
 
 
 def hasattr_target(event: ResetEvent) -> str:

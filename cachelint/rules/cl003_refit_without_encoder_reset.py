@@ -49,6 +49,7 @@ class RefitWithoutEncoderReset(Rule):
         summary="A weight update that resets the prefix cache but leaves encoder outputs of the old weights cached.",
         fixable="sometimes",
         former_names=("refit-without-mm-reset",),
+        fix_kinds=("unsafe",),
     )
 
     def check(self, file: FileSummary, context: Context) -> Iterator[Finding]:

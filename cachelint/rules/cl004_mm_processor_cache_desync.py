@@ -42,6 +42,7 @@ class MmProcessorCacheDesync(Rule):
         name="mm-processor-cache-desync",
         summary="A cache-clearing pause or sleep that desyncs the multimodal processor cache on vLLM 0.17-0.21.",
         fixable="sometimes",
+        fix_kinds=("unsafe",),
     )
 
     def check(self, file: FileSummary, context: Context) -> Iterator[Finding]:

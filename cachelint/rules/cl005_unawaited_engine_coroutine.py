@@ -22,6 +22,7 @@ class UnawaitedEngineCoroutine(Rule):
             "without `await`."
         ),
         fixable="sometimes",
+        fix_kinds=("safe",),
     )
 
     def check(self, file: FileSummary, context: Context) -> Iterator[Finding]:

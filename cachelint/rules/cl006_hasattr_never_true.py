@@ -24,6 +24,7 @@ class HasattrNeverTrue(Rule):
         name="hasattr-never-true",
         summary="A hasattr test on a sync vLLM `LLM` for a method only `llm.llm_engine` has, so the reset never runs.",
         fixable="sometimes",
+        fix_kinds=("unsafe",),
     )
 
     def check(self, file: FileSummary, context: Context) -> Iterator[Finding]:

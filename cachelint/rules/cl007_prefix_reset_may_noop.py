@@ -49,6 +49,7 @@ class PrefixResetMayNoop(Rule):
         name="prefix-reset-may-noop",
         summary="A refit's `reset_prefix_cache()` that silently does nothing while requests still hold KV blocks.",
         fixable="sometimes",
+        fix_kinds=("unsafe",),
     )
 
     def check(self, file: FileSummary, context: Context) -> Iterator[Finding]:

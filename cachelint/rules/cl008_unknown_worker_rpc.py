@@ -23,6 +23,7 @@ class UnknownWorkerRpc(Rule):
         name="unknown-worker-rpc",
         summary="A `collective_rpc` of a method that no vLLM worker in the supported range defines.",
         fixable="sometimes",
+        fix_kinds=("unsafe",),
     )
 
     def check(self, file: FileSummary, context: Context) -> Iterator[Finding]:

@@ -30,6 +30,7 @@ class RemovedEngineArgument(Rule):
         name="removed-engine-argument",
         summary="An engine argument or method keyword that vLLM removed, passed where a supported release lacks it.",
         fixable="sometimes",
+        fix_kinds=("safe", "unsafe"),
     )
 
     def check(self, file: FileSummary, context: Context) -> Iterator[Finding]:

@@ -43,6 +43,7 @@ class RefitWithoutCacheReset(Rule):
         name="refit-without-cache-reset",
         summary="A weight push into a running vLLM engine with no cache reset before it generates again.",
         fixable="sometimes",
+        fix_kinds=("unsafe",),
     )
 
     def check(self, file: FileSummary, context: Context) -> Iterator[Finding]:

@@ -31,6 +31,7 @@ class StringVersionComparison(Rule):
         name="string-version-comparison",
         summary="vLLM's or SGLang's version ordered against a release as text, character by character.",
         fixable="sometimes",
+        fix_kinds=("unsafe",),
     )
 
     def check(self, file: FileSummary, context: Context) -> Iterator[Finding]:

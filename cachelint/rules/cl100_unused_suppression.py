@@ -30,6 +30,7 @@ class UnusedSuppression(Rule):
         name=UNUSED_SUPPRESSION_NAME,
         summary="A `noqa` or `cachelint: ignore` comment that suppresses no finding.",
         fixable="always",
+        fix_kinds=("safe",),
     )
 
     def check(self, file: FileSummary, context: Context) -> Iterator[Finding]:

@@ -22,6 +22,7 @@ class UnflushedWeightUpdate(Rule):
         summary="An SGLang weight update with `flush_cache=False` and no `flush_cache()` after it: the radix "
         "cache keeps KV computed with the old weights.",
         fixable="sometimes",
+        fix_kinds=("unsafe",),
     )
 
     def check(self, file: FileSummary, context: Context) -> Iterator[Finding]:

@@ -32,6 +32,7 @@ class RefitWithMmEmbeddingCache(Rule):
         summary="SGLang's weights updated in place for multimodal rollouts while its embedding cache is on: "
         "repeated images get vision features computed with the old weights.",
         fixable="sometimes",
+        fix_kinds=("unsafe",),
     )
 
     def check(self, file: FileSummary, context: Context) -> Iterator[Finding]:

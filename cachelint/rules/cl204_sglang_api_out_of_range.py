@@ -41,6 +41,7 @@ class SglangApiOutOfRange(Rule):
         summary="An SGLang method, argument or route that a supported SGLang release lacks, or vLLM's reset "
         "called on an SGLang engine.",
         fixable="sometimes",
+        fix_kinds=("unsafe",),
     )
 
     def check(self, file: FileSummary, context: Context) -> Iterator[Finding]:

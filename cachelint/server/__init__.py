@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import importlib
 
-INSTALL_HINT = "pip install 'cachelint[server]'"
+from cachelint import DISTRIBUTION
+
+INSTALL_HINT = f"pip install '{DISTRIBUTION}[server]'"
 
 
 def missing_dependency() -> str | None:

@@ -44,7 +44,14 @@ from cachelint.server.actions import (
 from cachelint.server.analysis import BufferMemory, OpenFile, Outcome, Snapshot, run_analysis
 from cachelint.server.diagnostics import SOURCE, ClientFeatures, Texts, contains, diagnostic, hover_text, overlaps
 from cachelint.server.documents import Document, SourceText, buffer_bytes
-from cachelint.server.projects import PROJECT_FILE_PATTERNS, Scope, broken_config_file, is_project_file, resolve_scope
+from cachelint.server.projects import (
+    PROJECT_FILE_PATTERNS,
+    Scope,
+    broken_config_file,
+    client_overrides,
+    is_project_file,
+    resolve_scope,
+)
 from cachelint.server.scheduler import Scheduler
 from cachelint.vllm_range import SupportedRange
 
@@ -112,6 +119,7 @@ class CachelintServer:
         self.reload_timer: asyncio.TimerHandle | None = None  # a reload waiting for changes to pause
         self.features = ClientFeatures()
         self.debounce = DEFAULT_DEBOUNCE_MS / 1000
+        self.overrides: dict[str, Any] = {}  # the editor's settings (`client_overrides`)
         self.documents: dict[str, Document] = {}
         self.scopes: dict[Path, Scope | ConfigProblem] = {}  # by document path, until a project file changes
         self.published: dict[str, Published] = {}
@@ -131,6 +139,7 @@ class CachelintServer:
             (types.TEXT_DOCUMENT_DID_SAVE, self.did_save, types.SaveOptions(include_text=False)),
             (types.TEXT_DOCUMENT_DID_CLOSE, self.did_close, None),
             (types.WORKSPACE_DID_CHANGE_WATCHED_FILES, self.did_change_watched_files, None),
+            (types.WORKSPACE_DID_CHANGE_CONFIGURATION, self.did_change_configuration, None),
             (types.TEXT_DOCUMENT_HOVER, self.hover, None),
             (
                 types.TEXT_DOCUMENT_CODE_ACTION,
@@ -156,6 +165,7 @@ class CachelintServer:
             debounce = options.get("debounceMs")
             if isinstance(debounce, (int, float)) and not isinstance(debounce, bool) and debounce >= 0:
                 self.debounce = debounce / 1000
+        self.take_settings(options)
 
     async def initialized(self, params: types.InitializedParams) -> None:
         if not self.features.watch_files:
@@ -226,6 +236,22 @@ class CachelintServer:
             if any(path.is_relative_to(scope.root) for path in changed):
                 self.scheduler.request(scope, self.debounce)
 
+    def did_change_configuration(self, params: types.DidChangeConfigurationParams) -> None:
+        if self.take_settings(params.settings):
+            self.reload()
+
+    def take_settings(self, options: Any) -> bool:
+        """Use the editor's settings, checked as the command line's are; a bad one is reported and the
+        settings stay as they were. Whether they changed."""
+        try:
+            overrides = client_overrides(options)
+        except ConfigError as error:
+            self.ls.window_show_message(types.ShowMessageParams(types.MessageType.Error, f"cachelint: {error}"))
+            return False
+        changed = overrides != self.overrides
+        self.overrides = overrides
+        return changed
+
     def changed(self, document: Document, delay: float) -> None:
         scope = self.scope_of(document)
         if isinstance(scope, Scope):
@@ -237,7 +263,7 @@ class CachelintServer:
         scope = self.scopes.get(document.path)
         if scope is None:
             try:
-                scope = resolve_scope(document.path)
+                scope = resolve_scope(document.path, self.overrides)
             except ConfigError as error:
                 scope = ConfigProblem(str(error), broken_config_file(document.path))
                 self.report_config_problem(scope)

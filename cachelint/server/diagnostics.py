@@ -9,7 +9,7 @@ from pathlib import Path
 from lsprotocol import types
 from pygls.uris import from_fs_path
 
-from cachelint.docs import help_uri, load_page
+from cachelint.docs import load_page, page_uri
 from cachelint.finding import Finding
 from cachelint.server.documents import UTF16, SourceText, read_text
 from cachelint.suppress import UNUSED_SUPPRESSION_CODE
@@ -91,7 +91,7 @@ def diagnostic(finding: Finding, source: SourceText, features: ClientFeatures, t
         source=SOURCE,
     )
     if finding.is_rule and features.code_description:
-        result.code_description = types.CodeDescription(href=help_uri(finding.code))
+        result.code_description = types.CodeDescription(href=page_uri(finding.code))
     if finding.code == UNUSED_SUPPRESSION_CODE and features.tags:
         result.tags = [types.DiagnosticTag.Unnecessary]
     if features.related_information:
@@ -140,9 +140,9 @@ def hover_text(findings: list[Finding], supported: SupportedRange, markdown: boo
         page = load_page(finding.code)
         summary = page.summary if page is not None else finding.name
         if markdown:
-            lines = [f"**{finding.code}** `{finding.name}`: {summary} ([rule page]({help_uri(finding.code)}))"]
+            lines = [f"**{finding.code}** `{finding.name}`: {summary} ([rule page]({page_uri(finding.code)}))"]
         else:
-            lines = [f"{finding.code} {finding.name}: {summary} ({help_uri(finding.code)})"]
+            lines = [f"{finding.code} {finding.name}: {summary} ({page_uri(finding.code)})"]
         if depends_on_releases(finding.code):
             lines.append(f"Checked against {supported.summary()}.")
         parts.append("\n\n".join(lines))
