@@ -242,6 +242,17 @@ def prefix_caching_setting(files: Iterable[tuple[str, bytes]]) -> bool | None:
     return found.pop() if len(found) == 1 else None
 
 
+_ENGINE_BUILT = re.compile(
+    rb"\b(?:LLM|AsyncLLM\.from_(?:vllm_config|engine_args)|(?:Async)?EngineArgs|LLMEngine\.from_engine_args)\("
+)
+
+
+def builds_engine(raw: bytes) -> bool:
+    """Whether a file builds a vLLM engine itself (`LLM(...)`, `AsyncEngineArgs(...)`, ...): its own
+    prefix-caching setting, or vLLM's default where it sets none, is the one its pushes meet."""
+    return _ENGINE_BUILT.search(raw) is not None
+
+
 def salts_prefix(files: Iterable[tuple[str, bytes]]) -> bool:
     """Whether requests carry a `cache_salt` (per weight version, it isolates prefix blocks, never encoder
     outputs), as far as `files` (those of the pushing code) show."""

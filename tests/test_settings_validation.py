@@ -80,8 +80,8 @@ def test_an_empty_selector_list_is_refused_only_as_a_flag(tmp_path: Path, flag: 
         ("exclude", ("!",), "must hold gitignore-style patterns, got '!'"),
         (
             "per_file_ignores",
-            (("tests/**", ("CL01",)),),
-            "holds an unknown rule selector `CL01`; did you mean `CL001`? (for 'tests/**')",
+            (("tests/**", ("CL05",)),),
+            "holds an unknown rule selector `CL05`; did you mean `CL005`? (for 'tests/**')",
         ),
         (
             "cache_dir",

@@ -15,6 +15,7 @@ from cachelint.refit_cycle import (
     Cycle,
     Needs,
     Push,
+    builds_engine,
     cycle,
     prefix_caching_setting,
     pushes,
@@ -80,11 +81,17 @@ class RefitWithoutCacheReset(Rule):
 
 
 def _needs(context: Context, file: FileSummary, found: Cycle) -> Needs:
-    """What the next generation needs: prefix caching as the project sets it, encoder outputs where images
-    reach the engine; a `cache_salt` counts where the pushing code's files (the push's, its cycle's) hold it."""
-    setting = context.project.memoized("refit:prefix-setting", lambda: prefix_caching_setting(context.project_bytes()))
+    """What the next generation needs: prefix caching as the pushing code's files set it (the push's, its
+    cycle's), else, where they build no engine of their own, as the project sets it; encoder outputs where
+    images reach the engine; a `cache_salt` counts where the pushing code's files hold it."""
     paths = {file.path, *(step.ref.file.path for step in found.steps)}
-    salted = salts_prefix((path, raw) for path, raw in context.project_bytes() if path in paths)
+    own = [(path, raw) for path, raw in context.project_bytes() if path in paths]
+    setting = prefix_caching_setting(own)
+    if setting is None and not any(builds_engine(raw) for _, raw in own):
+        setting = context.project.memoized(
+            "refit:prefix-setting", lambda: prefix_caching_setting(context.project_bytes())
+        )
+    salted = salts_prefix(own)
     multimodal = bool(context.settings.multimodal) and context.multimodal_notes(file) is not None
     return Needs(load_cache_effects(), setting, multimodal, salted)
 
