@@ -100,7 +100,7 @@ def replace_together(files: Sequence[Replacement], root: Path | None = None) -> 
                     raise _failure(item, "it changed on disk since it was read")
                 assert item.temporary is not None
                 try:
-                    item.temporary.replace(item.target)
+                    os.replace(item.temporary, item.target)
                 except OSError as error:
                     raise _failure(item, _reason(error)) from error
                 item.replaced = True
@@ -195,7 +195,7 @@ def _temporary_copy(target: Path, data: bytes, old: os.stat_result) -> Path:
         _copy_xattrs(target, temporary)
     except BaseException:
         with contextlib.suppress(OSError):
-            temporary.unlink()
+            os.unlink(temporary)
         raise
     return temporary
 
@@ -225,7 +225,7 @@ def _restore(staged: list[_Staged]) -> str:
     for item in reversed(staged):
         if item.replaced and item.backup is not None:
             try:
-                item.backup.replace(item.target)
+                os.replace(item.backup, item.target)
             except OSError as error:
                 lost.append(
                     f"{item.file.display} could not be put back ({_reason(error)}): its old text is in {item.backup}"
@@ -239,7 +239,7 @@ def _clean(staged: list[_Staged]) -> None:
         for leftover in (item.temporary, item.backup):
             if leftover is not None:
                 with contextlib.suppress(OSError):
-                    leftover.unlink()
+                    os.unlink(leftover)
 
 
 def _write_all(descriptor: int, data: bytes) -> None:
@@ -271,10 +271,10 @@ def create_file(path: Path, data: bytes) -> None:
                 raise
             if os.path.lexists(path):  # a file system without hard links: a rename, unless taken
                 raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), str(path)) from error
-            temporary.replace(path)
+            os.replace(temporary, path)
     finally:
         with contextlib.suppress(OSError):
-            temporary.unlink()
+            os.unlink(temporary)
 
 
 def _make_folders(folder: Path) -> list[Path]:
