@@ -11,6 +11,7 @@ import sys
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlparse
 
 import pytest
 import pytest_lsp
@@ -542,7 +543,11 @@ async def test_hover_names_the_rule_and_the_releases(vscode: RecordingClient, tm
     assert re.search(r"Checked against vLLM 0\.16\.0\u20130\.21\.0 \(\S*pyproject\.toml, dependencies\)\.", text), text
     assert "**CL005** `unawaited-engine-coroutine`: Flags a call to a coroutine method" in text
     assert text.count("Checked against") == 1  # CL005 does not depend on the releases
-    assert f"([rule page]({page_uri('CL005')}))" in text
+    # The page of the cachelint the server runs (installed, or the checkout's when it starts there).
+    link = re.search(r"\(\[rule page\]\((file://\S+/CL005\.md)\)\)", text)
+    assert link is not None, text
+    linked = Path(unquote(urlparse(link[1]).path))
+    assert linked.read_bytes() == Path(unquote(urlparse(page_uri("CL005")).path)).read_bytes()
 
     nothing = await vscode.text_document_hover_async(
         types.HoverParams(types.TextDocumentIdentifier((root / "server.py").as_uri()), types.Position(0, 0))
