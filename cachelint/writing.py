@@ -179,9 +179,9 @@ def _signature(path: Path) -> tuple[int, int, int, int] | None:
     return (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
 
 
-def _temporary_copy(target: Path, data: bytes, old: os.stat_result) -> Path:
-    """`data` in a new file beside `target`, flushed to disk, with `old`'s mode, owner, group and
-    extended attributes."""
+def _written_beside(target: Path, data: bytes) -> Path:
+    """`data` in a new file beside `target` (a hidden name of its own), flushed to disk; nothing is left
+    behind when it fails."""
     import tempfile
 
     handle, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".cachelint")
@@ -190,6 +190,18 @@ def _temporary_copy(target: Path, data: bytes, old: os.stat_result) -> Path:
         with os.fdopen(handle, "wb", buffering=0) as stream:
             _write_all(stream.fileno(), data)
             os.fsync(stream.fileno())
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+    return temporary
+
+
+def _temporary_copy(target: Path, data: bytes, old: os.stat_result) -> Path:
+    """`data` in a new file beside `target`, flushed to disk, with `old`'s mode, owner, group and
+    extended attributes."""
+    temporary = _written_beside(target, data)
+    try:
         _keep_owner(temporary, old)
         temporary.chmod(old.st_mode & 0o7777)  # after chown, which clears the set-id bits
         _copy_xattrs(target, temporary)
@@ -253,16 +265,10 @@ def create_file(path: Path, data: bytes) -> None:
     """A new file at `path` holding `data`, whole, with the mode a new file gets: written beside it,
     then given its name by a hard link, which fails with FileExistsError when anything (a link too) is
     there already. Raises OSError; nothing is then left behind."""
-    import tempfile
-
     umask = os.umask(0)
     os.umask(umask)
-    handle, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".cachelint")
-    temporary = Path(name)
+    temporary = _written_beside(path, data)
     try:
-        with os.fdopen(handle, "wb", buffering=0) as stream:
-            _write_all(stream.fileno(), data)
-            os.fsync(stream.fileno())
         temporary.chmod(0o666 & ~umask)
         try:
             os.link(temporary, path)
